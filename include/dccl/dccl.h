@@ -1,0 +1,145 @@
+/* DirectCCL public C API (C99). NCCL-shaped: names, argument order and
+ * semantics follow NCCL with the `dccl` prefix. */
+#ifndef DCCL_DCCL_H_
+#define DCCL_DCCL_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DCCL_MAJOR 0
+#define DCCL_MINOR 1
+#define DCCL_PATCH 0
+#define DCCL_VERSION_CODE (DCCL_MAJOR * 10000 + DCCL_MINOR * 100 + DCCL_PATCH)
+
+typedef enum {
+  dcclSuccess = 0,
+  dcclUnhandledDeviceError = 1,
+  dcclSystemError = 2,
+  dcclInternalError = 3,
+  dcclInvalidArgument = 4,
+  dcclInvalidUsage = 5,
+  dcclRemoteError = 6,
+  dcclInProgress = 7,
+  dcclTimeout = 8,
+  dcclUnavailable = 9,
+  dcclNumResults = 10
+} dcclResult_t;
+
+#define DCCL_UNIQUE_ID_BYTES 128
+typedef struct {
+  char internal[DCCL_UNIQUE_ID_BYTES];
+} dcclUniqueId;
+
+typedef struct dcclComm* dcclComm_t;
+typedef struct dcclStream* dcclStream_t;
+
+typedef enum {
+  dcclInt8 = 0, dcclChar = 0,
+  dcclUint8 = 1,
+  dcclInt32 = 2, dcclInt = 2,
+  dcclUint32 = 3,
+  dcclInt64 = 4,
+  dcclUint64 = 5,
+  dcclFloat16 = 6, dcclHalf = 6,
+  dcclFloat32 = 7, dcclFloat = 7,
+  dcclFloat64 = 8, dcclDouble = 8,
+  dcclBfloat16 = 9,
+  dcclNumTypes = 10
+} dcclDataType_t;
+
+typedef enum {
+  dcclSum = 0,
+  dcclProd = 1,
+  dcclMax = 2,
+  dcclMin = 3,
+  dcclAvg = 4,
+  dcclNumOps = 5
+} dcclRedOp_t;
+
+/* ---- version, ids, errors ---- */
+dcclResult_t dcclGetVersion(int* version);
+/* Starts the rendezvous store in this process (to be used by rank 0) and
+ * returns an id carrying its address, port and a random 128-bit job secret. */
+dcclResult_t dcclGetUniqueId(dcclUniqueId* uniqueId);
+const char* dcclGetErrorString(dcclResult_t result);
+/* Text of the last error raised on this thread (comm may be NULL). */
+const char* dcclGetLastError(dcclComm_t comm);
+
+/* ---- communicators ---- */
+dcclResult_t dcclCommInitRank(dcclComm_t* comm, int nranks, dcclUniqueId commId, int rank);
+/* Rank, size and rendezvous from the environment: DCCL_*, torchrun, Open MPI,
+ * MPICH/PMI or Slurm variables (see docs/env.md). */
+dcclResult_t dcclCommInitFromEnv(dcclComm_t* comm);
+dcclResult_t dcclCommDestroy(dcclComm_t comm);
+dcclResult_t dcclCommAbort(dcclComm_t comm);
+dcclResult_t dcclCommCount(const dcclComm_t comm, int* count);
+dcclResult_t dcclCommUserRank(const dcclComm_t comm, int* rank);
+dcclResult_t dcclCommGetAsyncError(dcclComm_t comm, dcclResult_t* asyncError);
+
+/* ---- streams: ordered execution queues; NULL = the call completes before it returns ---- */
+dcclResult_t dcclStreamCreate(dcclStream_t* stream);
+dcclResult_t dcclStreamSynchronize(dcclStream_t stream);
+/* dcclSuccess when all work is done, dcclInProgress while some is pending. */
+dcclResult_t dcclStreamQuery(dcclStream_t stream);
+dcclResult_t dcclStreamDestroy(dcclStream_t stream);
+
+/* ---- groups ---- */
+dcclResult_t dcclGroupStart(void);
+dcclResult_t dcclGroupEnd(void);
+
+/* ---- collectives ---- */
+dcclResult_t dcclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                           dcclDataType_t datatype, dcclRedOp_t op, dcclComm_t comm,
+                           dcclStream_t stream);
+dcclResult_t dcclReduce(const void* sendbuff, void* recvbuff, size_t count,
+                        dcclDataType_t datatype, dcclRedOp_t op, int root, dcclComm_t comm,
+                        dcclStream_t stream);
+dcclResult_t dcclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                           dcclDataType_t datatype, int root, dcclComm_t comm,
+                           dcclStream_t stream);
+/* sendcount elements from each rank; recvbuff holds nranks*sendcount. */
+dcclResult_t dcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                           dcclDataType_t datatype, dcclComm_t comm, dcclStream_t stream);
+/* sendbuff holds nranks*recvcount; rank r receives block r reduced. */
+dcclResult_t dcclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                               dcclDataType_t datatype, dcclRedOp_t op, dcclComm_t comm,
+                               dcclStream_t stream);
+/* count elements to each peer: sendbuff and recvbuff hold nranks*count. */
+dcclResult_t dcclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
+                          dcclDataType_t datatype, dcclComm_t comm, dcclStream_t stream);
+dcclResult_t dcclSend(const void* sendbuff, size_t count, dcclDataType_t datatype, int peer,
+                      dcclComm_t comm, dcclStream_t stream);
+dcclResult_t dcclRecv(void* recvbuff, size_t count, dcclDataType_t datatype, int peer,
+                      dcclComm_t comm, dcclStream_t stream);
+dcclResult_t dcclBarrier(dcclComm_t comm, dcclStream_t stream);
+
+/* ---- statistics: what crossed host memory ---- */
+typedef struct {
+  uint64_t ops;                 /* operations completed */
+  uint64_t bytesSentDirect;     /* bytes the transport sent straight from the user's memory */
+  uint64_t bytesRecvDirect;     /* bytes the transport received straight into the user's memory */
+  uint64_t bytesRelayedHost;    /* bytes that crossed host bounce buffers (staged path) */
+  uint64_t hostCopies;          /* device<->host copies the library made */
+  uint64_t registrations;       /* memory registrations made */
+  uint64_t regCacheHits;
+  uint64_t regCacheMisses;
+  uint64_t allocations;         /* library allocations after init */
+} dcclStats_t;
+dcclResult_t dcclCommGetStats(dcclComm_t comm, dcclStats_t* stats);
+
+/* ---- memory: host, emulated accelerator (sim) and CUDA ---- */
+typedef enum { dcclMemHost = 0, dcclMemSim = 1, dcclMemCuda = 2 } dcclMemType_t;
+dcclResult_t dcclMemAlloc(void** ptr, size_t bytes, dcclMemType_t type);
+dcclResult_t dcclMemFree(void* ptr);
+/* Copies between any two DirectCCL or host pointers; completes before returning. */
+dcclResult_t dcclMemcpy(void* dst, const void* src, size_t bytes);
+dcclResult_t dcclMemset(void* dst, int value, size_t bytes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DCCL_DCCL_H_ */

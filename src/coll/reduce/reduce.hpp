@@ -1,0 +1,24 @@
+// Host reduction kernels for every datatype x op. float16/bfloat16 reduce in
+// float32 and round to nearest even. Vectorised for the CPU.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "dccl/dccl.h"
+
+namespace dccl::coll {
+
+// dst[i] = a[i] op b[i] for i < count. dst may alias a or b (exactly, not partially).
+// dcclAvg reduces as a sum here; call finish_avg on the final result.
+void reduce(void* dst, const void* a, const void* b, size_t count, dcclDataType_t dt,
+            dcclRedOp_t op);
+// buf[i] /= nranks (integers: truncating division; floats: in float precision, fp16/bf16 via float32).
+void finish_avg(void* buf, size_t count, dcclDataType_t dt, int nranks);
+
+// Half-precision conversions (round to nearest even), used by kernels and tests.
+float half_to_float(uint16_t h);
+uint16_t float_to_half(float f);
+float bf16_to_float(uint16_t h);
+uint16_t float_to_bf16(float f);
+
+}  // namespace dccl::coll

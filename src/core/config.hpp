@@ -1,0 +1,41 @@
+// Typed view of the DCCL_* settings (see config_table.hpp).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/config_table.hpp"
+
+namespace dccl::core {
+
+enum class ConfigType { Str, Int, Bytes, Bool };
+
+struct ConfigEntry {
+  const char* name;
+  ConfigType type;
+  const char* def;
+  const char* help;
+};
+
+struct Config {
+#define DCCL_CFG_FIELD_Str std::string
+#define DCCL_CFG_FIELD_Int int64_t
+#define DCCL_CFG_FIELD_Bytes uint64_t
+#define DCCL_CFG_FIELD_Bool bool
+#define X(field, name, type, def, help) DCCL_CFG_FIELD_##type field{};
+  DCCL_CONFIG_TABLE(X)
+#undef X
+};
+
+// Read from the environment once per call; throws Error(dcclInvalidArgument) on a bad value.
+Config load_config();
+// Process-wide snapshot taken on first use.
+const Config& config();
+const std::vector<ConfigEntry>& config_entries();
+
+// "4M" -> 4194304; accepts K, M, G (binary) and plain numbers. Throws on bad text.
+uint64_t parse_bytes(const std::string& text, const char* what);
+int64_t parse_int(const std::string& text, const char* what);
+bool parse_bool(const std::string& text, const char* what);
+
+}  // namespace dccl::core

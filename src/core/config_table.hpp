@@ -1,0 +1,22 @@
+// The one table of DCCL_* settings: X(field, env name, type, default, help).
+// dccl-info --env and docs/env.md are generated from it. Types: Str, Int, Bytes, Bool.
+#pragma once
+
+#define DCCL_CONFIG_TABLE(X)                                                                      \
+  X(debug, "DCCL_DEBUG", Str, "WARN", "Log level: NONE, WARN, INFO or TRACE")                      \
+  X(timeout_s, "DCCL_TIMEOUT_S", Int, "600", "Bound in seconds on every blocking wait")          \
+  X(provider, "DCCL_PROVIDER", Str, "", "libfabric provider for all peers (e.g. shm, tcp); empty: shm on one host, tcp;ofi_rxm across hosts; FI_PROVIDER is honoured too") \
+  X(algo, "DCCL_ALGO", Str, "", "Force an algorithm: ring, rhd, tree, bruck, direct (comma list as coll:algo allowed)") \
+  X(chunk_bytes, "DCCL_CHUNK_BYTES", Bytes, "0", "Pipeline chunk size; 0 lets the tuner choose")  \
+  X(socket_ifname, "DCCL_SOCKET_IFNAME", Str, "", "Interface for the bootstrap store; empty: the one that reaches the root") \
+  X(peer_direct, "DCCL_PEER_DIRECT", Str, "auto", "auto: direct where viable; 1: require direct; 0: force host staging") \
+  X(staging_slot_bytes, "DCCL_STAGING_SLOT_BYTES", Bytes, "1M", "Size of one host bounce slot")   \
+  X(staging_slots, "DCCL_STAGING_SLOTS", Int, "4", "Host bounce slots per peer (at least 2)")     \
+  X(stats, "DCCL_STATS", Bool, "0", "Print the communicator's data-path statistics at destroy")  \
+  X(check, "DCCL_CHECK", Bool, "0", "Check every operation's signature across ranks")           \
+  X(spin_us, "DCCL_SPIN_US", Int, "50", "Microseconds to poll a completion queue before yielding") \
+  X(rank, "DCCL_RANK", Int, "-1", "This process's rank (dcclCommInitFromEnv)")                   \
+  X(world_size, "DCCL_WORLD_SIZE", Int, "-1", "Number of ranks (dcclCommInitFromEnv)")           \
+  X(addr, "DCCL_ADDR", Str, "", "Rendezvous host:port served by rank 0 (dcclCommInitFromEnv)")   \
+  X(id, "DCCL_ID", Str, "", "Serialised unique id in hex, as dccl-run hands it out")             \
+  X(secret, "DCCL_SECRET", Str, "", "Job secret (32 hex digits) when the rendezvous comes from DCCL_ADDR or launcher variables")

@@ -1,0 +1,58 @@
+#include "core/log.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "core/config.hpp"
+#include "core/error.hpp"
+
+namespace dccl::core {
+
+namespace {
+thread_local int t_rank = -1;
+
+LogLevel parse_level() {
+  std::string v = config().debug;
+  for (auto& c : v) c = static_cast<char>(toupper(c));
+  if (v == "TRACE") return LogLevel::Trace;
+  if (v == "INFO") return LogLevel::Info;
+  if (v == "NONE" || v == "OFF") return LogLevel::None;
+  return LogLevel::Warn;
+}
+}  // namespace
+
+LogLevel log_level() {
+  static const LogLevel level = parse_level();
+  return level;
+}
+
+void log_set_rank(int rank) { t_rank = rank; }
+
+void log_msg(LogLevel level, const char* fmt, ...) {
+  if (level > log_level()) return;
+  static const char* names[] = {"", "WARN", "INFO", "TRACE"};
+  char host[64] = {0};
+  gethostname(host, sizeof(host) - 1);
+  char body[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(body, sizeof(body), fmt, ap);
+  va_end(ap);
+  char line[2300];
+  if (t_rank >= 0)
+    snprintf(line, sizeof(line), "%s:%d [rank %d] DCCL %s %s\n", host, getpid(), t_rank,
+             names[static_cast<int>(level)], body);
+  else
+    snprintf(line, sizeof(line), "%s:%d DCCL %s %s\n", host, getpid(), names[static_cast<int>(level)],
+             body);
+  fputs(line, stderr);
+}
+
+std::string describe(int rank, const std::string& op, const std::string& cause) {
+  return "rank " + std::to_string(rank) + ": " + op + ": " + cause;
+}
+
+}  // namespace dccl::core

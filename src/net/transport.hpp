@@ -1,0 +1,76 @@
+// libfabric transport: RDM endpoints, tagged messages, completion progress.
+// Same-host peers over `shm`, others over `tcp;ofi_rxm`; DCCL_PROVIDER overrides.
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dccl::net {
+
+// One outstanding send or receive. The transport fills `done`/`failed`/`error`
+// when its completion is read; it must stay alive (not move) until then.
+struct Request {
+  std::atomic<bool> done{false};
+  bool failed = false;
+  size_t bytes = 0;       // bytes completed (receives: actual length)
+  std::string error;      // provider text when failed
+  int peer = -1;
+  uint64_t tag = 0;
+  bool is_send = false;
+  int pending_parts = 0;  // internal: messages split over max_msg_size
+  void reset() {
+    done.store(false, std::memory_order_relaxed);
+    failed = false;
+    bytes = 0;
+    error.clear();
+    pending_parts = 0;
+  }
+};
+
+// A registered memory region handle (opaque); nullptr means "no descriptor".
+struct MemRegion;
+
+struct TransportOptions {
+  int rank = 0;
+  int nranks = 1;
+  std::string provider;     // "" = automatic per peer; else e.g. "shm", "tcp", "tcp;ofi_rxm"
+  int64_t spin_us = 50;     // busy-poll this long before yielding/blocking
+  std::chrono::milliseconds timeout{600000};
+};
+
+class Transport {
+ public:
+  static std::unique_ptr<Transport> create(const TransportOptions& opts);
+  virtual ~Transport() = default;
+
+  // This rank's connection blob (hostname + endpoint names), exchanged by bootstrap allgather.
+  virtual std::string local_blob() const = 0;
+  // blobs[r] for every rank r (including self). Chooses the endpoint per peer and fills AVs.
+  virtual void connect(const std::vector<std::string>& blobs) = 0;
+  // Human readable: "shm" or "tcp;ofi_rxm" or "shm+tcp;ofi_rxm".
+  virtual std::string provider_summary() const = 0;
+
+  // Post a tagged send/recv to/from `peer`. Posting never blocks forever (retries
+  // on -FI_EAGAIN while progressing, bounded by the timeout). A peer may be self.
+  virtual void isend(int peer, const void* buf, size_t len, uint64_t tag, Request* req,
+                     MemRegion* mr = nullptr) = 0;
+  virtual void irecv(int peer, void* buf, size_t len, uint64_t tag, Request* req,
+                     MemRegion* mr = nullptr) = 0;
+  // Reads completion queues once, marking finished requests. Thread safe.
+  virtual void progress() = 0;
+  // Progress until every request is done; throws core::Error(dcclRemoteError) with the
+  // provider's text on a failed completion, core::Error(dcclTimeout) after the timeout.
+  // `what` names the operation and step for the error message.
+  virtual void wait(Request* const* reqs, size_t n, const std::string& what) = 0;
+  void wait(Request& r, const std::string& what) {
+    Request* p = &r;
+    wait(&p, 1, what);
+  }
+  // Cancels everything in flight (abort).
+  virtual void cancel_all() = 0;
+};
+
+}  // namespace dccl::net
