@@ -16,8 +16,9 @@ class Bootstrap {
   // secret and announces (rank, nranks). If `server` is given (rank 0), this
   // object owns it. Throws core::Error naming rank and cause:
   // dcclTimeout when the store is unreachable in time, dcclRemoteError when refused.
+  // `ns` prefixes every key, so several communicators can share one store.
   Bootstrap(const UniqueIdData& id, int rank, int nranks, std::chrono::milliseconds timeout,
-            std::unique_ptr<StoreServer> server = nullptr);
+            std::unique_ptr<StoreServer> server = nullptr, std::string ns = "");
   ~Bootstrap();
 
   void set(const std::string& key, const std::string& value);

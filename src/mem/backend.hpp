@@ -1,0 +1,62 @@
+// Accelerator memory backends (host, sim, cuda): one interface, one file per backend.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "dccl/dccl.h"
+
+namespace dccl::mem {
+
+enum class Kind { Host = 0, Sim = 1, Cuda = 2 };
+const char* kind_name(Kind k);
+
+struct DmaBuf {
+  int fd = -1;          // owned by the backend; valid while the allocation lives
+  uint64_t offset = 0;  // offset of the exported range inside fd
+  size_t len = 0;
+};
+
+// Work queued on a backend's engine; wait() blocks until it (and everything
+// before it on the same engine) is done.
+using Ticket = uint64_t;
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Kind kind() const = 0;
+  virtual const char* name() const = 0;
+  // Throws core::Error(dcclInvalidArgument) for 0/oversized requests, dcclSystemError when out of memory.
+  virtual void* alloc(size_t bytes) = 0;
+  virtual void free(void* p) = 0;  // p must be an allocation base
+  // True when [p, p+len) lies inside one live allocation of this backend.
+  virtual bool owns(const void* p, size_t len = 1) const = 0;
+  // Base and size of the allocation containing p (for registration keys).
+  virtual bool range_of(const void* p, void** base, size_t* size) const = 0;
+
+  // Asynchronous on the backend's engine, in submission order. dst/src may each
+  // be host memory or this backend's memory.
+  virtual Ticket copy_async(void* dst, const void* src, size_t bytes) = 0;
+  // dst = a op b elementwise (dcclAvg: sum). Every pointer is this backend's memory.
+  virtual Ticket reduce_async(void* dst, const void* a, const void* b, size_t count,
+                              dcclDataType_t dt, dcclRedOp_t op) = 0;
+  virtual Ticket avg_async(void* buf, size_t count, dcclDataType_t dt, int nranks) = 0;
+  virtual Ticket memset_async(void* dst, int value, size_t bytes) = 0;
+  // Throws core::Error(dcclTimeout) after timeout_ms, with the failing work named.
+  virtual void wait(Ticket t, int64_t timeout_ms) = 0;
+  virtual bool done(Ticket t) = 0;
+
+  // Exports [p, p+len) as a dma-buf. Throws core::Error(dcclUnavailable) with the
+  // reason when the backend/driver cannot.
+  virtual DmaBuf export_dmabuf(const void* p, size_t len) = 0;
+};
+
+Backend& host_backend();
+Backend& sim_backend();
+Backend* cuda_backend();  // nullptr when not built or no device; see cuda_unavailable_reason()
+std::string cuda_unavailable_reason();
+
+// The backend that owns p (host when none does).
+Backend& backend_of(const void* p);
+
+}  // namespace dccl::mem
