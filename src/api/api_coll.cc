@@ -1,0 +1,183 @@
+// C API: collectives, send/recv, barrier and groups, with argument checks.
+#include <string>
+
+#include "api/group.hpp"
+#include "api/handles.hpp"
+#include "core/types.hpp"
+
+using namespace dccl;
+using tune::Coll;
+
+namespace {
+
+// Rejects what would crash or hang later; every message names the argument.
+struct Check {
+  const char* fn;
+  [[noreturn]] void bad(const std::string& what, dcclResult_t code = dcclInvalidArgument) const {
+    core::raise(code, std::string(fn) + ": " + what);
+  }
+  void dtype(dcclDataType_t t) const {
+    if (!core::dtype_valid(t)) bad("datatype " + std::to_string(static_cast<int>(t)) + " is not a dcclDataType_t");
+  }
+  void redop(dcclRedOp_t o) const {
+    if (!core::op_valid(o)) bad("op " + std::to_string(static_cast<int>(o)) + " is not a dcclRedOp_t");
+  }
+  // `mult` elements of `count` are touched; catches negative values cast to size_t.
+  void count(size_t count, dcclDataType_t t, size_t mult, const char* name) const {
+    const size_t limit = (size_t{1} << 60) / core::dtype_size(t) / (mult ? mult : 1);
+    if (count > limit)
+      bad(std::string(name) + " " + std::to_string(count) +
+          " is too large (negative value or byte size overflows)");
+  }
+  void buf(const void* p, size_t count, const char* name) const {
+    if (p == nullptr && count > 0) bad(std::string(name) + " is NULL");
+  }
+  void rank(int r, int n, const char* name) const {
+    if (r < 0 || r >= n)
+      bad(std::string(name) + " " + std::to_string(r) + " is outside [0, " + std::to_string(n) + ")");
+  }
+};
+
+dcclResult_t submit(const char* fn, dcclComm_t comm, dcclStream_t stream, sched::Op op,
+                    void (*check)(const Check&, const sched::Op&, int nranks)) {
+  return api::guard(fn, [&] {
+    Check ck{fn};
+    core::Communicator& c = api::comm_of(comm, fn);
+    sched::Stream* s = api::stream_of(stream, fn);
+    ck.dtype(op.dt);
+    ck.redop(op.op);
+    check(ck, op, c.nranks());
+    if (op.coll == Coll::SendRecv)
+      op.p2p_tag = c.next_p2p_tag(op.peer, op.is_send);
+    else
+      op.seq = c.next_seq();
+    if (api::in_group())
+      api::group_add(comm, c, s, op);
+    else
+      c.submit({op}, s);
+  });
+}
+
+sched::Op make(Coll coll, const void* send, void* recv, size_t count, dcclDataType_t dt,
+               dcclRedOp_t op, int root) {
+  sched::Op o;
+  o.coll = coll;
+  o.send = send;
+  o.recv = recv;
+  o.count = count;
+  o.dt = dt;
+  o.op = op;
+  o.root = root;
+  return o;
+}
+
+}  // namespace
+
+extern "C" {
+
+dcclResult_t dcclAllReduce(const void* sendbuff, void* recvbuff, size_t count, dcclDataType_t datatype,
+                           dcclRedOp_t op, dcclComm_t comm, dcclStream_t stream) {
+  return submit("dcclAllReduce", comm, stream, make(Coll::AllReduce, sendbuff, recvbuff, count, datatype, op, 0),
+                [](const Check& ck, const sched::Op& o, int) {
+                  ck.count(o.count, o.dt, 1, "count");
+                  ck.buf(o.send, o.count, "sendbuff");
+                  ck.buf(o.recv, o.count, "recvbuff");
+                });
+}
+
+dcclResult_t dcclReduce(const void* sendbuff, void* recvbuff, size_t count, dcclDataType_t datatype,
+                        dcclRedOp_t op, int root, dcclComm_t comm, dcclStream_t stream) {
+  int me = -1;
+  if (comm) dcclCommUserRank(comm, &me);
+  sched::Op o = make(Coll::Reduce, sendbuff, recvbuff, count, datatype, op, root);
+  o.peer = me;  // only the root needs recvbuff
+  return submit("dcclReduce", comm, stream, o, [](const Check& ck, const sched::Op& o, int n) {
+    ck.rank(o.root, n, "root");
+    ck.count(o.count, o.dt, 1, "count");
+    ck.buf(o.send, o.count, "sendbuff");
+    if (o.peer == o.root) ck.buf(o.recv, o.count, "recvbuff (root)");
+  });
+}
+
+dcclResult_t dcclBroadcast(const void* sendbuff, void* recvbuff, size_t count, dcclDataType_t datatype,
+                           int root, dcclComm_t comm, dcclStream_t stream) {
+  int me = -1;
+  if (comm) dcclCommUserRank(comm, &me);
+  sched::Op o = make(Coll::Broadcast, sendbuff, recvbuff, count, datatype, dcclSum, root);
+  o.peer = me;
+  return submit("dcclBroadcast", comm, stream, o, [](const Check& ck, const sched::Op& o, int n) {
+    ck.rank(o.root, n, "root");
+    ck.count(o.count, o.dt, 1, "count");
+    if (o.peer == o.root) ck.buf(o.send, o.count, "sendbuff (root)");
+    ck.buf(o.recv, o.count, "recvbuff");
+  });
+}
+
+dcclResult_t dcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, dcclDataType_t datatype,
+                           dcclComm_t comm, dcclStream_t stream) {
+  return submit("dcclAllGather", comm, stream, make(Coll::AllGather, sendbuff, recvbuff, sendcount, datatype, dcclSum, 0),
+                [](const Check& ck, const sched::Op& o, int n) {
+                  ck.count(o.count, o.dt, static_cast<size_t>(n), "sendcount");
+                  ck.buf(o.send, o.count, "sendbuff");
+                  ck.buf(o.recv, o.count, "recvbuff");
+                });
+}
+
+dcclResult_t dcclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, dcclDataType_t datatype,
+                               dcclRedOp_t op, dcclComm_t comm, dcclStream_t stream) {
+  return submit("dcclReduceScatter", comm, stream,
+                make(Coll::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 0),
+                [](const Check& ck, const sched::Op& o, int n) {
+                  ck.count(o.count, o.dt, static_cast<size_t>(n), "recvcount");
+                  ck.buf(o.send, o.count, "sendbuff");
+                  ck.buf(o.recv, o.count, "recvbuff");
+                });
+}
+
+dcclResult_t dcclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, dcclDataType_t datatype,
+                          dcclComm_t comm, dcclStream_t stream) {
+  return submit("dcclAlltoAll", comm, stream, make(Coll::AlltoAll, sendbuff, recvbuff, count, datatype, dcclSum, 0),
+                [](const Check& ck, const sched::Op& o, int n) {
+                  ck.count(o.count, o.dt, static_cast<size_t>(n), "count");
+                  ck.buf(o.send, o.count, "sendbuff");
+                  ck.buf(o.recv, o.count, "recvbuff");
+                });
+}
+
+dcclResult_t dcclSend(const void* sendbuff, size_t count, dcclDataType_t datatype, int peer, dcclComm_t comm,
+                      dcclStream_t stream) {
+  sched::Op o = make(Coll::SendRecv, sendbuff, nullptr, count, datatype, dcclSum, 0);
+  o.peer = peer;
+  o.is_send = true;
+  return submit("dcclSend", comm, stream, o, [](const Check& ck, const sched::Op& o, int n) {
+    ck.rank(o.peer, n, "peer");
+    ck.count(o.count, o.dt, 1, "count");
+    ck.buf(o.send, o.count, "sendbuff");
+  });
+}
+
+dcclResult_t dcclRecv(void* recvbuff, size_t count, dcclDataType_t datatype, int peer, dcclComm_t comm,
+                      dcclStream_t stream) {
+  sched::Op o = make(Coll::SendRecv, nullptr, recvbuff, count, datatype, dcclSum, 0);
+  o.peer = peer;
+  return submit("dcclRecv", comm, stream, o, [](const Check& ck, const sched::Op& o, int n) {
+    ck.rank(o.peer, n, "peer");
+    ck.count(o.count, o.dt, 1, "count");
+    ck.buf(o.recv, o.count, "recvbuff");
+  });
+}
+
+dcclResult_t dcclBarrier(dcclComm_t comm, dcclStream_t stream) {
+  return submit("dcclBarrier", comm, stream, make(Coll::Barrier, nullptr, nullptr, 0, dcclUint8, dcclSum, 0),
+                [](const Check&, const sched::Op&, int) {});
+}
+
+dcclResult_t dcclGroupStart(void) {
+  return api::guard("dcclGroupStart", [] { api::group_start(); });
+}
+
+dcclResult_t dcclGroupEnd(void) {
+  return api::guard("dcclGroupEnd", [] { api::group_end(); });
+}
+
+}  // extern "C"

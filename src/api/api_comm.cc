@@ -1,0 +1,142 @@
+// C API: versions, ids, communicators, errors, statistics.
+#include <atomic>
+#include <cstring>
+
+#include "api/handles.hpp"
+#include "bootstrap/store.hpp"
+#include "core/env_init.hpp"
+#include "core/log.hpp"
+
+using namespace dccl;
+
+namespace {
+std::atomic<int> g_env_inits{0};
+
+dcclResult_t make_comm(dcclComm_t* out, const boot::UniqueIdData& id, int nranks, int rank,
+                       std::unique_ptr<boot::StoreServer> server, const std::string& ns) {
+  auto* c = new dcclComm;
+  try {
+    c->impl = std::make_unique<core::Communicator>(id, nranks, rank, std::move(server), ns);
+  } catch (...) {
+    delete c;
+    throw;
+  }
+  api::register_comm(c);
+  *out = c;
+  return dcclSuccess;
+}
+}  // namespace
+
+extern "C" {
+
+dcclResult_t dcclGetVersion(int* version) {
+  return api::guard("dcclGetVersion", [&] {
+    if (!version) core::raise(dcclInvalidArgument, "dcclGetVersion: version is NULL");
+    *version = DCCL_VERSION_CODE;
+  });
+}
+
+const char* dcclGetErrorString(dcclResult_t r) {
+  switch (r) {
+    case dcclSuccess: return "no error";
+    case dcclUnhandledDeviceError: return "unhandled accelerator error";
+    case dcclSystemError: return "system error (socket, memory or OS call failed)";
+    case dcclInternalError: return "internal error";
+    case dcclInvalidArgument: return "invalid argument";
+    case dcclInvalidUsage: return "invalid usage";
+    case dcclRemoteError: return "remote error (a peer failed or the network broke)";
+    case dcclInProgress: return "operation in progress";
+    case dcclTimeout: return "timed out";
+    case dcclUnavailable: return "unavailable on this system";
+    default: return "unknown result code";
+  }
+}
+
+const char* dcclGetLastError(dcclComm_t) { return api::last_error(); }
+
+dcclResult_t dcclGetUniqueId(dcclUniqueId* uid) {
+  return api::guard("dcclGetUniqueId", [&] {
+    if (!uid) core::raise(dcclInvalidArgument, "dcclGetUniqueId: uniqueId is NULL");
+    auto server = boot::StoreServer::start("", 0, boot::random_secret());
+    boot::encode_id(server->id(), uid);
+    boot::park_server(std::move(server));
+  });
+}
+
+dcclResult_t dcclCommInitRank(dcclComm_t* comm, int nranks, dcclUniqueId commId, int rank) {
+  return api::guard("dcclCommInitRank", [&] {
+    if (!comm) core::raise(dcclInvalidArgument, "dcclCommInitRank: comm is NULL");
+    *comm = nullptr;
+    if (nranks < 1) core::raise(dcclInvalidArgument, "dcclCommInitRank: nranks " + std::to_string(nranks) + " < 1");
+    if (rank < 0 || rank >= nranks)
+      core::raise(dcclInvalidArgument, "dcclCommInitRank: rank " + std::to_string(rank) +
+                                           " is outside [0, " + std::to_string(nranks) + ")");
+    boot::UniqueIdData id = boot::decode_id(commId);
+    std::unique_ptr<boot::StoreServer> server;
+    if (rank == 0) server = boot::take_parked_server(id);
+    make_comm(comm, id, nranks, rank, std::move(server), "");
+  });
+}
+
+dcclResult_t dcclCommInitFromEnv(dcclComm_t* comm) {
+  return api::guard("dcclCommInitFromEnv", [&] {
+    if (!comm) core::raise(dcclInvalidArgument, "dcclCommInitFromEnv: comm is NULL");
+    *comm = nullptr;
+    core::EnvJob job = core::env_job();
+    std::unique_ptr<boot::StoreServer> server;
+    if (job.host_store) server = boot::StoreServer::start(job.id.host, job.id.port, job.id.secret);
+    std::string ns = "env" + std::to_string(g_env_inits.fetch_add(1));
+    make_comm(comm, job.id, job.nranks, job.rank, std::move(server), ns);
+  });
+}
+
+dcclResult_t dcclCommDestroy(dcclComm_t comm) {
+  return api::guard("dcclCommDestroy", [&] {
+    if (!comm) core::raise(dcclInvalidArgument, "dcclCommDestroy: comm is NULL");
+    if (!api::unregister_comm(comm))
+      core::raise(dcclInvalidUsage, "dcclCommDestroy: comm is not a live communicator (destroyed twice?)");
+    delete comm;
+  });
+}
+
+dcclResult_t dcclCommAbort(dcclComm_t comm) {
+  return api::guard("dcclCommAbort", [&] {
+    api::comm_of(comm, "dcclCommAbort").abort();
+    if (api::unregister_comm(comm)) delete comm;
+  });
+}
+
+dcclResult_t dcclCommCount(const dcclComm_t comm, int* count) {
+  return api::guard("dcclCommCount", [&] {
+    auto& c = api::comm_of(comm, "dcclCommCount");
+    if (!count) core::raise(dcclInvalidArgument, "dcclCommCount: count is NULL");
+    *count = c.nranks();
+  });
+}
+
+dcclResult_t dcclCommUserRank(const dcclComm_t comm, int* rank) {
+  return api::guard("dcclCommUserRank", [&] {
+    auto& c = api::comm_of(comm, "dcclCommUserRank");
+    if (!rank) core::raise(dcclInvalidArgument, "dcclCommUserRank: rank is NULL");
+    *rank = c.rank();
+  });
+}
+
+dcclResult_t dcclCommGetAsyncError(dcclComm_t comm, dcclResult_t* err) {
+  return api::guard("dcclCommGetAsyncError", [&] {
+    auto& c = api::comm_of(comm, "dcclCommGetAsyncError");
+    if (!err) core::raise(dcclInvalidArgument, "dcclCommGetAsyncError: asyncError is NULL");
+    *err = c.async_error();
+    if (*err != dcclSuccess) api::set_last_error(c.async_error_text());
+  });
+}
+
+dcclResult_t dcclCommGetStats(dcclComm_t comm, dcclStats_t* stats) {
+  return api::guard("dcclCommGetStats", [&] {
+    auto& c = api::comm_of(comm, "dcclCommGetStats");
+    if (!stats) core::raise(dcclInvalidArgument, "dcclCommGetStats: stats is NULL");
+    *stats = c.stats();
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,55 @@
+#include "api/handles.hpp"
+
+#include <mutex>
+#include <unordered_set>
+
+namespace dccl::api {
+
+namespace {
+thread_local std::string t_last_error;
+std::mutex g_mu;
+std::unordered_set<dcclComm*>& comms() {
+  static auto* s = new std::unordered_set<dcclComm*>();
+  return *s;
+}
+std::unordered_set<dcclStream*>& streams() {
+  static auto* s = new std::unordered_set<dcclStream*>();
+  return *s;
+}
+}  // namespace
+
+void set_last_error(const std::string& text) { t_last_error = text; }
+const char* last_error() { return t_last_error.c_str(); }
+
+void register_comm(dcclComm* c) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  comms().insert(c);
+}
+bool unregister_comm(dcclComm* c) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  return comms().erase(c) == 1;
+}
+core::Communicator& comm_of(dcclComm* c, const char* fn) {
+  if (c == nullptr) core::raise(dcclInvalidArgument, std::string(fn) + ": comm is NULL");
+  std::lock_guard<std::mutex> lk(g_mu);
+  if (!comms().count(c))
+    core::raise(dcclInvalidUsage, std::string(fn) + ": comm is not a live communicator (destroyed or never created)");
+  return *c->impl;
+}
+void register_stream(dcclStream* s) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  streams().insert(s);
+}
+bool unregister_stream(dcclStream* s) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  return streams().erase(s) == 1;
+}
+sched::Stream* stream_of(dcclStream* s, const char* fn) {
+  if (s == nullptr) return nullptr;
+  std::lock_guard<std::mutex> lk(g_mu);
+  if (!streams().count(s))
+    core::raise(dcclInvalidUsage, std::string(fn) + ": stream is not a live stream (destroyed or never created)");
+  return &s->impl;
+}
+
+}  // namespace dccl::api

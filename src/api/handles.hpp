@@ -1,0 +1,53 @@
+// C handles, the registry that tells live handles from destroyed ones, the
+// per-thread last error, and the exception firewall every entry point runs in.
+#pragma once
+#include <memory>
+#include <new>
+#include <string>
+
+#include "core/communicator.hpp"
+#include "core/error.hpp"
+#include "sched/stream.hpp"
+
+struct dcclComm {
+  std::unique_ptr<dccl::core::Communicator> impl;
+};
+struct dcclStream {
+  dccl::sched::Stream impl;
+};
+
+namespace dccl::api {
+
+void set_last_error(const std::string& text);
+const char* last_error();
+
+void register_comm(dcclComm* c);
+bool unregister_comm(dcclComm* c);
+// Throws Error(dcclInvalidUsage/dcclInvalidArgument) when c is null, destroyed or unknown.
+core::Communicator& comm_of(dcclComm* c, const char* fn);
+void register_stream(dcclStream* s);
+bool unregister_stream(dcclStream* s);
+sched::Stream* stream_of(dcclStream* s, const char* fn);  // null stays null
+
+// Runs f, turning every exception into a result code and the last-error text.
+template <class F>
+dcclResult_t guard(const char* fn, F&& f) noexcept {
+  try {
+    f();
+    return dcclSuccess;
+  } catch (const core::Error& e) {
+    set_last_error(e.what());
+    return e.code();
+  } catch (const std::bad_alloc&) {
+    set_last_error(std::string(fn) + ": out of memory");
+    return dcclSystemError;
+  } catch (const std::exception& e) {
+    set_last_error(std::string(fn) + ": internal error: " + e.what());
+    return dcclInternalError;
+  } catch (...) {
+    set_last_error(std::string(fn) + ": unknown internal error");
+    return dcclInternalError;
+  }
+}
+
+}  // namespace dccl::api

@@ -1,0 +1,30 @@
+// Every algorithm, one per file. Buffers may be host or device memory: algorithms
+// touch them only through Ctx (transfers, reduce, copy, scratch).
+#pragma once
+#include <cstddef>
+
+#include "coll/ctx.hpp"
+
+namespace dccl::coll {
+
+struct Args {
+  const void* send = nullptr;
+  void* recv = nullptr;
+  size_t count = 0;  // as in the C API: allgather sendcount, reduce_scatter recvcount, alltoall per peer
+  int root = 0;
+};
+
+void allreduce_ring(Ctx& c, const Args& a);
+void allreduce_rhd(Ctx& c, const Args& a);   // recursive halving-doubling (Rabenseifner)
+void allreduce_rd(Ctx& c, const Args& a);    // recursive doubling (latency-bound sizes)
+void reduce_scatter_ring(Ctx& c, const Args& a);
+void allgather_ring(Ctx& c, const Args& a);
+void allgather_bruck(Ctx& c, const Args& a);
+void broadcast_tree(Ctx& c, const Args& a);   // binomial tree
+void broadcast_chain(Ctx& c, const Args& a);  // pipelined chain
+void reduce_tree(Ctx& c, const Args& a);      // binomial tree
+void reduce_chain(Ctx& c, const Args& a);     // pipelined chain
+void alltoall_pairwise(Ctx& c, const Args& a);
+void barrier_dissemination(Ctx& c, const Args& a);
+
+}  // namespace dccl::coll

@@ -1,0 +1,157 @@
+#include "coll/ctx.hpp"
+
+#include <sched.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "coll/reduce/reduce.hpp"
+#include "coll/scratch.hpp"
+#include "core/error.hpp"
+#include "core/types.hpp"
+#include "mem/backend.hpp"
+
+namespace dccl::coll {
+
+using Clock = std::chrono::steady_clock;
+
+Ctx::Ctx(const CtxInit& init)
+    : in_(init),
+      esize_(core::dtype_size(init.dt)),
+      coll_tag_(make_tag(TagKind::Coll, init.seq, 0)) {
+  if (esize_ == 0) esize_ = 1;
+}
+
+Ctx::~Ctx() {
+  if (in_.scratch) in_.scratch->reset();
+}
+
+std::string Ctx::where(const Xfer& x) const {
+  return std::string(x.req.is_send ? "send to" : "receive from") + " rank " +
+         std::to_string(x.req.peer) + " (step " + std::to_string(x.req.tag & 0xffffffu) + ")";
+}
+
+void Ctx::fail(const Xfer& x, const std::string& cause) {
+  throw core::Error(dcclRemoteError,
+                    core::describe(in_.rank, in_.name, where(x) + " failed: " + cause));
+}
+
+void Ctx::send_tagged(int peer, const void* p, size_t bytes, uint64_t tag, Xfer& x) {
+  x.req.reset();
+  x.req.peer = peer;
+  x.req.tag = tag;
+  x.req.is_send = true;
+  x.active = true;
+  if (in_.path)
+    in_.path->post_send(peer, p, bytes, tag, x);
+  else
+    in_.net->isend(peer, p, bytes, tag, &x.req);
+}
+
+void Ctx::recv_tagged(int peer, void* p, size_t bytes, uint64_t tag, Xfer& x) {
+  x.req.reset();
+  x.req.peer = peer;
+  x.req.tag = tag;
+  x.req.is_send = false;
+  x.active = true;
+  if (in_.path)
+    in_.path->post_recv(peer, p, bytes, tag, x);
+  else
+    in_.net->irecv(peer, p, bytes, tag, &x.req);
+}
+
+void Ctx::send(int peer, const void* p, size_t bytes, uint32_t step, Xfer& x) {
+  send_tagged(peer, p, bytes, coll_tag_ | (step & 0xffffffu), x);
+}
+
+void Ctx::recv(int peer, void* p, size_t bytes, uint32_t step, Xfer& x) {
+  recv_tagged(peer, p, bytes, coll_tag_ | (step & 0xffffffu), x);
+}
+
+bool Ctx::poll(Xfer& x) {
+  if (in_.path) return in_.path->progress(x);
+  if (x.req.done.load(std::memory_order_acquire)) {
+    if (x.req.failed) fail(x, x.req.error);
+    return true;
+  }
+  return false;
+}
+
+size_t Ctx::wait_any(Xfer* const* xs, size_t n) {
+  auto start = Clock::now();
+  auto spin_until = start + std::chrono::microseconds(in_.spin_us);
+  auto deadline = start + std::chrono::milliseconds(in_.timeout_ms);
+  for (unsigned iter = 0;; ++iter) {
+    bool any_active = false;
+    for (size_t i = 0; i < n; ++i) {
+      Xfer& x = *xs[i];
+      if (!x.active) continue;
+      any_active = true;
+      if (poll(x)) {
+        x.active = false;
+        return i;
+      }
+    }
+    if (!any_active)
+      throw core::Error(dcclInternalError,
+                        core::describe(in_.rank, in_.name, "wait_any with nothing in flight"));
+    in_.net->progress();
+    if ((iter & 15) == 0) {
+      auto now = Clock::now();
+      if (now > deadline) {
+        std::string pending;
+        for (size_t i = 0; i < n; ++i)
+          if (xs[i]->active) pending += (pending.empty() ? "" : ", ") + where(*xs[i]);
+        throw core::Error(dcclTimeout,
+                          core::describe(in_.rank, in_.name,
+                                         "timed out after " + std::to_string(in_.timeout_ms / 1000) +
+                                             " s waiting for " + pending));
+      }
+      if (now > spin_until) sched_yield();
+    }
+  }
+}
+
+void Ctx::wait(Xfer& x) {
+  Xfer* p = &x;
+  while (x.active) wait_any(&p, 1);
+}
+
+void Ctx::wait_all(Xfer* xs, size_t n) {
+  std::vector<Xfer*> ptrs;
+  ptrs.reserve(n);
+  for (size_t i = 0; i < n; ++i)
+    if (xs[i].active) ptrs.push_back(&xs[i]);
+  for (size_t left = ptrs.size(); left > 0; --left) wait_any(ptrs.data(), ptrs.size());
+}
+
+void Ctx::reduce(void* dst, const void* a, const void* b, size_t count) {
+  if (count == 0) return;
+  if (in_.backend == nullptr || in_.backend->kind() == mem::Kind::Host) {
+    coll::reduce(dst, a, b, count, in_.dt, in_.op);
+    return;
+  }
+  in_.backend->wait(in_.backend->reduce_async(dst, a, b, count, in_.dt, in_.op), in_.timeout_ms);
+}
+
+void Ctx::copy(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0 || dst == src) return;
+  if (in_.backend == nullptr || in_.backend->kind() == mem::Kind::Host) {
+    memcpy(dst, src, bytes);
+    return;
+  }
+  in_.backend->wait(in_.backend->copy_async(dst, src, bytes), in_.timeout_ms);
+}
+
+void Ctx::finish_avg(void* buf, size_t count) {
+  if (count == 0 || in_.op != dcclAvg) return;
+  if (in_.backend == nullptr || in_.backend->kind() == mem::Kind::Host) {
+    coll::finish_avg(buf, count, in_.dt, in_.nranks);
+    return;
+  }
+  in_.backend->wait(in_.backend->avg_async(buf, count, in_.dt, in_.nranks), in_.timeout_ms);
+}
+
+void* Ctx::scratch(size_t bytes) { return in_.scratch->take(bytes); }
+
+}  // namespace dccl::coll

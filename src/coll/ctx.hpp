@@ -1,0 +1,90 @@
+// What an algorithm sees: tagged point-to-point on the operation's buffers, local
+// reduce/copy in the buffers' memory, scratch space and the error context.
+// Algorithms are pure orchestration; the data path (direct or staged) and the
+// memory backend sit behind this interface.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dccl/dccl.h"
+#include "mem/datapath.hpp"
+#include "net/transport.hpp"
+
+namespace dccl::mem {
+class Backend;
+}
+
+namespace dccl::coll {
+
+using mem::Xfer;
+
+class ScratchPool;
+
+// Tag layout: [63:56] kind, [55:24] operation sequence, [23:0] step.
+enum class TagKind : uint64_t { Coll = 1, P2P = 2, Check = 3 };
+inline uint64_t make_tag(TagKind k, uint64_t seq, uint32_t step) {
+  return (static_cast<uint64_t>(k) << 56) | ((seq & 0xffffffffULL) << 24) | (step & 0xffffffu);
+}
+
+struct CtxInit {
+  net::Transport* net = nullptr;
+  mem::DataPath* path = nullptr;  // null: buffers are host memory, sent directly
+  mem::Backend* backend = nullptr;  // memory of the operation's buffers
+  ScratchPool* scratch = nullptr;
+  int rank = 0, nranks = 1;
+  uint64_t seq = 0;
+  dcclDataType_t dt = dcclFloat32;
+  dcclRedOp_t op = dcclSum;
+  size_t chunk_bytes = 1 << 20;
+  int64_t spin_us = 50;
+  int64_t timeout_ms = 600000;
+  std::string name;  // e.g. "all_reduce #12 (ring)"
+};
+
+class Ctx {
+ public:
+  explicit Ctx(const CtxInit& init);
+  ~Ctx();
+  Ctx(const Ctx&) = delete;
+  Ctx& operator=(const Ctx&) = delete;
+
+  int rank() const { return in_.rank; }
+  int nranks() const { return in_.nranks; }
+  dcclDataType_t dt() const { return in_.dt; }
+  dcclRedOp_t op() const { return in_.op; }
+  size_t esize() const { return esize_; }
+  size_t chunk_bytes() const { return in_.chunk_bytes; }
+  const std::string& name() const { return in_.name; }
+
+  void send(int peer, const void* p, size_t bytes, uint32_t step, Xfer& x);
+  void recv(int peer, void* p, size_t bytes, uint32_t step, Xfer& x);
+  // p2p (dcclSend/dcclRecv) uses its own tag space.
+  void send_tagged(int peer, const void* p, size_t bytes, uint64_t tag, Xfer& x);
+  void recv_tagged(int peer, void* p, size_t bytes, uint64_t tag, Xfer& x);
+  // Blocks until x completes; throws core::Error naming the step and the peer.
+  void wait(Xfer& x);
+  void wait_all(Xfer* xs, size_t n);
+  // Blocks until one active transfer among xs completes; marks it inactive and returns its index.
+  size_t wait_any(Xfer* const* xs, size_t n);
+
+  // Local work in the buffers' memory; complete on return.
+  void reduce(void* dst, const void* a, const void* b, size_t count);
+  void copy(void* dst, const void* src, size_t bytes);
+  void finish_avg(void* buf, size_t count);
+  // Scratch of the buffers' memory kind, valid until the operation ends.
+  void* scratch(size_t bytes);
+
+ private:
+  bool poll(Xfer& x);  // progress the data path; true when complete
+  [[noreturn]] void fail(const Xfer& x, const std::string& cause);
+  std::string where(const Xfer& x) const;
+
+  CtxInit in_;
+  size_t esize_;
+  uint64_t coll_tag_;
+  size_t scratch_used_ = 0;
+};
+
+}  // namespace dccl::coll

@@ -1,0 +1,69 @@
+#include "coll/ring_pipeline.hpp"
+
+#include <vector>
+
+namespace dccl::coll {
+
+int chunks_for(size_t block_elems, size_t esize, size_t chunk_bytes) {
+  size_t per = chunk_bytes / esize;
+  if (per == 0) per = 1;
+  size_t c = (block_elems + per - 1) / per;
+  if (c < 1) c = 1;
+  if (c > (1u << 14)) c = 1u << 14;  // keeps step*chunks inside the 24-bit tag step field
+  return static_cast<int>(c);
+}
+
+void chunk_range(size_t max_block_elems, size_t block_elems, int chunks, int ch, size_t* off,
+                 size_t* len) {
+  size_t per = (max_block_elems + static_cast<size_t>(chunks) - 1) / static_cast<size_t>(chunks);
+  size_t lo = per * static_cast<size_t>(ch);
+  size_t hi = lo + per;
+  if (lo > block_elems) lo = block_elems;
+  if (hi > block_elems) hi = block_elems;
+  *off = lo;
+  *len = hi - lo;
+}
+
+void RingPipeline::run(Ctx& c, int next, int prev) const {
+  const int T = steps, C = chunks;
+  if (T <= 0) return;
+  std::vector<Xfer> sends(static_cast<size_t>(T) * C);
+  std::vector<Xfer> recvs(static_cast<size_t>(C));
+  std::vector<int> step_of(static_cast<size_t>(C), 0);
+  std::vector<Xfer*> rptr(static_cast<size_t>(C));
+  auto sx = [&](int t, int ch) -> Xfer& { return sends[static_cast<size_t>(t) * C + ch]; };
+  auto tag = [&](int t, int ch) { return static_cast<uint32_t>(t * C + ch); };
+  auto guard = [&](const std::function<int(int)>& f, int t, int ch) {
+    if (!f) return;
+    int ts = f(t);
+    if (ts >= 0) c.wait(sx(ts, ch));
+  };
+
+  for (int ch = 0; ch < C; ++ch) {
+    guard(recv_after_send_of, 0, ch);
+    c.recv(prev, recv_ptr(0, ch), bytes(0, ch), tag(0, ch), recvs[ch]);
+    rptr[ch] = &recvs[ch];
+  }
+  for (int ch = 0; ch < C; ++ch) c.send(next, send_ptr(0, ch), bytes(0, ch), tag(0, ch), sx(0, ch));
+
+  int remaining = C;
+  while (remaining > 0) {
+    int ch = static_cast<int>(c.wait_any(rptr.data(), rptr.size()));
+    int t = step_of[ch];
+    if (on_recv) {
+      guard(on_recv_after_send_of, t, ch);
+      on_recv(t, ch);
+    }
+    if (t + 1 < T) {
+      step_of[ch] = t + 1;
+      c.send(next, send_ptr(t + 1, ch), bytes(t + 1, ch), tag(t + 1, ch), sx(t + 1, ch));
+      guard(recv_after_send_of, t + 1, ch);
+      c.recv(prev, recv_ptr(t + 1, ch), bytes(t + 1, ch), tag(t + 1, ch), recvs[ch]);
+    } else {
+      --remaining;
+    }
+  }
+  c.wait_all(sends.data(), sends.size());
+}
+
+}  // namespace dccl::coll

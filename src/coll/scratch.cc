@@ -1,0 +1,41 @@
+#include "coll/scratch.hpp"
+
+#include "mem/backend.hpp"
+
+namespace dccl::coll {
+
+ScratchPool::~ScratchPool() {
+  for (auto& b : blocks_) backend_.free(b.base);
+}
+
+void* ScratchPool::take(size_t bytes) {
+  size_t need = (bytes + 63) & ~size_t{63};
+  if (need == 0) need = 64;
+  total_ += need;
+  if (blocks_.empty() || used_ + need > blocks_.back().size) {
+    size_t size = need > peak_ ? need : peak_;
+    size = (size + 4095) & ~size_t{4095};
+    blocks_.push_back({backend_.alloc(size), size});
+    ++allocations_;
+    used_ = 0;
+  }
+  void* p = static_cast<char*>(blocks_.back().base) + used_;
+  used_ += need;
+  return p;
+}
+
+void ScratchPool::reset() {
+  if (total_ > peak_) peak_ = total_;
+  if (blocks_.size() > 1) {
+    // Several blocks were needed: replace them by one of the peak size.
+    for (auto& b : blocks_) backend_.free(b.base);
+    blocks_.clear();
+    size_t size = (peak_ + 4095) & ~size_t{4095};
+    blocks_.push_back({backend_.alloc(size), size});
+    ++allocations_;
+  }
+  used_ = 0;
+  total_ = 0;
+}
+
+}  // namespace dccl::coll

@@ -1,0 +1,142 @@
+#include "core/communicator.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cinttypes>
+
+#include "core/log.hpp"
+#include "mem/backend.hpp"
+
+namespace dccl::core {
+
+namespace {
+std::string hostname() {
+  char h[256] = {0};
+  gethostname(h, sizeof(h) - 1);
+  return h;
+}
+}  // namespace
+
+Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
+                           std::unique_ptr<boot::StoreServer> server, const std::string& ns)
+    : cfg_(load_config()), rank_(rank), nranks_(nranks), p2p_send_(nranks), p2p_recv_(nranks) {
+  log_set_rank(rank);
+  const auto timeout = std::chrono::milliseconds(cfg_.timeout_s * 1000);
+  boot_ = std::make_unique<boot::Bootstrap>(id, rank, nranks, timeout, std::move(server), ns);
+
+  net::TransportOptions to;
+  to.rank = rank;
+  to.nranks = nranks;
+  to.provider = cfg_.provider;
+  to.spin_us = cfg_.spin_us;
+  to.timeout = timeout;
+  net_ = net::Transport::create(to);
+  std::vector<std::string> hosts = boot_->allgather(hostname());
+  bool same_host = true;
+  for (const auto& h : hosts) same_host = same_host && h == hosts[static_cast<size_t>(rank)];
+  net_->connect(boot_->allgather(net_->local_blob()));
+  provider_ = net_->provider_summary();
+
+  tuner_ = std::make_unique<tune::Tuner>(cfg_.algo, cfg_.chunk_bytes, same_host);
+  host_scratch_ = std::make_unique<coll::ScratchPool>(mem::host_backend());
+  res_.rank = rank;
+  res_.nranks = nranks;
+  res_.net = net_.get();
+  res_.tuner = tuner_.get();
+  res_.host_scratch = host_scratch_.get();
+  res_.stats = &stats_;
+  res_.spin_us = cfg_.spin_us;
+  res_.timeout_ms = cfg_.timeout_s * 1000;
+  // Every rank has every address before anyone sends.
+  boot_->barrier();
+  DCCL_INFO("communicator ready: %d ranks, provider %s", nranks, provider_.c_str());
+}
+
+Communicator::~Communicator() {
+  if (cfg_.stats) {
+    dcclStats_t s = stats_.snapshot();
+    fprintf(stderr,
+            "DCCL stats rank %d: ops %" PRIu64 " sent_direct %" PRIu64 " recv_direct %" PRIu64
+            " relayed_host %" PRIu64 " host_copies %" PRIu64 " registrations %" PRIu64
+            " reg_hits %" PRIu64 " reg_misses %" PRIu64 " allocations %" PRIu64 "\n",
+            rank_, s.ops, s.bytesSentDirect, s.bytesRecvDirect, s.bytesRelayedHost, s.hostCopies,
+            s.registrations, s.regCacheHits, s.regCacheMisses, s.allocations);
+  }
+  // Scratch before the transport, transport before the store it was found through.
+  host_scratch_.reset();
+  net_.reset();
+  boot_.reset();
+}
+
+uint64_t Communicator::next_p2p_tag(int peer, bool is_send) {
+  auto& ctr = is_send ? p2p_send_[static_cast<size_t>(peer)] : p2p_recv_[static_cast<size_t>(peer)];
+  uint64_t n = ctr.fetch_add(1, std::memory_order_relaxed);
+  // Tags are seen from the receiver: (sender rank, per-pair count).
+  int sender = is_send ? rank_ : peer;
+  return (2ULL << 56) | (static_cast<uint64_t>(sender & 0xffffff) << 32) | (n & 0xffffffffULL);
+}
+
+std::string Communicator::async_error_text() const {
+  std::lock_guard<std::mutex> lk(err_mu_);
+  return async_text_;
+}
+
+void Communicator::record_error(const Error& e) {
+  std::lock_guard<std::mutex> lk(err_mu_);
+  if (async_code_.load() == dcclSuccess) {
+    async_text_ = e.what();
+    async_code_.store(e.code());
+  }
+}
+
+void Communicator::run_ticket(uint64_t ticket, const std::vector<sched::Op>& ops) {
+  {
+    std::unique_lock<std::mutex> lk(order_mu_);
+    bool ok = order_cv_.wait_for(lk, std::chrono::seconds(cfg_.timeout_s),
+                                 [&] { return turn_ == ticket || aborted_.load(); });
+    if (!ok)
+      raise(dcclTimeout, describe(rank_, "submit", "earlier operations on this communicator did not "
+                                                   "finish within DCCL_TIMEOUT_S"));
+  }
+  struct Advance {
+    Communicator* c;
+    ~Advance() {
+      {
+        std::lock_guard<std::mutex> lk(c->order_mu_);
+        ++c->turn_;
+      }
+      c->order_cv_.notify_all();
+    }
+  } advance{this};
+  if (aborted_.load()) raise(dcclInvalidUsage, describe(rank_, "submit", "communicator was aborted"));
+  if (async_code_.load() != dcclSuccess)
+    raise(async_code_.load(), describe(rank_, "submit", "communicator failed earlier: " + async_error_text()));
+  try {
+    sched::execute(res_, ops);
+  } catch (const Error& e) {
+    record_error(e);
+    throw;
+  }
+}
+
+void Communicator::submit(std::vector<sched::Op> ops, sched::Stream* stream) {
+  uint64_t ticket;
+  {
+    std::lock_guard<std::mutex> lk(order_mu_);
+    ticket = next_ticket_++;
+  }
+  if (!stream) {
+    run_ticket(ticket, ops);
+    return;
+  }
+  stream->enqueue([this, ticket, ops = std::move(ops)] { run_ticket(ticket, ops); });
+}
+
+void Communicator::abort() {
+  aborted_.store(true);
+  if (net_) net_->cancel_all();
+  order_cv_.notify_all();
+}
+
+}  // namespace dccl::core

@@ -1,0 +1,75 @@
+// Communicator: composes bootstrap, transport, tuner and scheduler for one rank.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "bootstrap/bootstrap.hpp"
+#include "coll/scratch.hpp"
+#include "core/config.hpp"
+#include "net/transport.hpp"
+#include "sched/executor.hpp"
+#include "sched/op.hpp"
+#include "sched/stats.hpp"
+#include "sched/stream.hpp"
+#include "tune/tuner.hpp"
+
+namespace dccl::core {
+
+class Communicator {
+ public:
+  // Rendezvous through the store in `id`, open the transport, exchange addresses.
+  // `server` is the store this rank hosts (or null). Throws Error on failure.
+  Communicator(const boot::UniqueIdData& id, int nranks, int rank,
+               std::unique_ptr<boot::StoreServer> server, const std::string& ns);
+  ~Communicator();
+
+  int rank() const { return rank_; }
+  int nranks() const { return nranks_; }
+  const Config& config() const { return cfg_; }
+  const std::string& provider() const { return provider_; }
+
+  uint64_t next_seq() { return seq_.fetch_add(1, std::memory_order_relaxed); }
+  uint64_t next_p2p_tag(int peer, bool is_send);
+
+  // Runs `ops` in this communicator's submission order: inline when stream is null
+  // (throws on error), else queued on the stream.
+  void submit(std::vector<sched::Op> ops, sched::Stream* stream);
+
+  void abort();
+  bool aborted() const { return aborted_.load(); }
+  dcclResult_t async_error() const { return async_code_.load(); }
+  std::string async_error_text() const;
+  dcclStats_t stats() const { return stats_.snapshot(); }
+
+ private:
+  void run_ticket(uint64_t ticket, const std::vector<sched::Op>& ops);
+  void record_error(const Error& e);
+
+  Config cfg_;
+  int rank_, nranks_;
+  std::string provider_;
+  std::unique_ptr<boot::Bootstrap> boot_;
+  std::unique_ptr<net::Transport> net_;
+  std::unique_ptr<tune::Tuner> tuner_;
+  std::unique_ptr<coll::ScratchPool> host_scratch_;
+  sched::Stats stats_;
+  sched::Resources res_;
+
+  std::atomic<uint64_t> seq_{0};
+  std::vector<std::atomic<uint64_t>> p2p_send_, p2p_recv_;
+
+  std::mutex order_mu_;
+  std::condition_variable order_cv_;
+  uint64_t next_ticket_ = 0;   // given to the next submission
+  uint64_t turn_ = 0;          // submission allowed to run now
+  std::atomic<bool> aborted_{false};
+  std::atomic<dcclResult_t> async_code_{dcclSuccess};
+  mutable std::mutex err_mu_;
+  std::string async_text_;
+};
+
+}  // namespace dccl::core

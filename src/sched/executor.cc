@@ -1,0 +1,109 @@
+#include "sched/executor.hpp"
+
+#include <string>
+
+#include "coll/algos.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "core/types.hpp"
+
+namespace dccl::sched {
+
+namespace {
+
+using tune::Algo;
+using tune::Coll;
+
+// Per-rank bytes the tuner sizes the choice by.
+size_t tuning_bytes(const Op& op, int n) {
+  size_t b = op.count * core::dtype_size(op.dt);
+  switch (op.coll) {
+    case Coll::ReduceScatter: return b * static_cast<size_t>(n);
+    default: return b;
+  }
+}
+
+using AlgoFn = void (*)(coll::Ctx&, const coll::Args&);
+
+AlgoFn pick(Coll c, Algo a) {
+  switch (c) {
+    case Coll::AllReduce:
+      return a == Algo::Ring ? coll::allreduce_ring : a == Algo::Rhd ? coll::allreduce_rhd : coll::allreduce_rd;
+    case Coll::Reduce: return a == Algo::Chain ? coll::reduce_chain : coll::reduce_tree;
+    case Coll::Broadcast: return a == Algo::Chain ? coll::broadcast_chain : coll::broadcast_tree;
+    case Coll::AllGather: return a == Algo::Bruck ? coll::allgather_bruck : coll::allgather_ring;
+    case Coll::ReduceScatter: return coll::reduce_scatter_ring;
+    case Coll::AlltoAll: return coll::alltoall_pairwise;
+    case Coll::Barrier: return coll::barrier_dissemination;
+    case Coll::SendRecv: return nullptr;
+  }
+  return nullptr;
+}
+
+coll::CtxInit base_init(Resources& res, const Op& op) {
+  coll::CtxInit in;
+  in.net = res.net;
+  in.rank = res.rank;
+  in.nranks = res.nranks;
+  in.seq = op.seq;
+  in.dt = op.dt;
+  in.op = op.op;
+  in.spin_us = res.spin_us;
+  in.timeout_ms = res.timeout_ms;
+  in.scratch = res.host_scratch;
+  in.backend = &res.host_scratch->backend();
+  return in;
+}
+
+void account(Resources& res, const Op& op, size_t bytes) {
+  res.stats->ops.fetch_add(1, std::memory_order_relaxed);
+  (void)op;
+  (void)bytes;
+}
+
+}  // namespace
+
+void execute(Resources& res, const std::vector<Op>& ops) {
+  // Point-to-point calls of the group are posted together, so that matching
+  // send/recv pairs between two ranks can never wait on each other.
+  std::vector<const Op*> p2p;
+  for (const Op& op : ops)
+    if (op.coll == Coll::SendRecv) p2p.push_back(&op);
+  std::unique_ptr<coll::Ctx> pctx;
+  std::vector<coll::Xfer> xfers(p2p.size());
+  if (!p2p.empty()) {
+    coll::CtxInit in = base_init(res, *p2p.front());
+    in.name = p2p.size() == 1 ? std::string(p2p[0]->is_send ? "send" : "recv") + " with rank " +
+                                    std::to_string(p2p[0]->peer)
+                              : "group of " + std::to_string(p2p.size()) + " send/recv";
+    pctx = std::make_unique<coll::Ctx>(in);
+    for (size_t i = 0; i < p2p.size(); ++i) {
+      const Op& op = *p2p[i];
+      size_t bytes = op.count * core::dtype_size(op.dt);
+      if (op.is_send)
+        pctx->send_tagged(op.peer, op.send, bytes, op.p2p_tag, xfers[i]);
+      else
+        pctx->recv_tagged(op.peer, op.recv, bytes, op.p2p_tag, xfers[i]);
+    }
+  }
+  for (const Op& op : ops) {
+    if (op.coll == Coll::SendRecv) continue;
+    tune::Choice ch = res.tuner->choose(op.coll, tuning_bytes(op, res.nranks), res.nranks);
+    coll::CtxInit in = base_init(res, op);
+    in.chunk_bytes = ch.chunk_bytes;
+    in.name = std::string(tune::coll_name(op.coll)) + " #" + std::to_string(op.seq) + " (" +
+              tune::algo_name(ch.algo) + ", " + std::to_string(op.count) + " x " +
+              core::dtype_name(op.dt) + ")";
+    DCCL_TRACE("%s start", in.name.c_str());
+    coll::Ctx ctx(in);
+    coll::Args args{op.send, op.recv, op.count, op.root};
+    pick(op.coll, ch.algo)(ctx, args);
+    account(res, op, op.count * core::dtype_size(op.dt));
+  }
+  if (pctx) {
+    pctx->wait_all(xfers.data(), xfers.size());
+    for (const Op* op : p2p) account(res, *op, op->count * core::dtype_size(op->dt));
+  }
+}
+
+}  // namespace dccl::sched

@@ -1,0 +1,30 @@
+// Runs queued operations on a communicator's resources: picks the algorithm, builds
+// the algorithm's context and drives it to completion.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "coll/scratch.hpp"
+#include "net/transport.hpp"
+#include "sched/op.hpp"
+#include "sched/stats.hpp"
+#include "tune/tuner.hpp"
+
+namespace dccl::sched {
+
+struct Resources {
+  int rank = 0, nranks = 1;
+  net::Transport* net = nullptr;
+  const tune::Tuner* tuner = nullptr;
+  coll::ScratchPool* host_scratch = nullptr;
+  Stats* stats = nullptr;
+  int64_t spin_us = 50;
+  int64_t timeout_ms = 600000;
+};
+
+// Executes `ops` (one call, or a group of calls on one communicator): send/recv are
+// posted together first, collectives run in order, then every send/recv is awaited.
+// Throws core::Error naming the rank, the operation and the cause.
+void execute(Resources& res, const std::vector<Op>& ops);
+
+}  // namespace dccl::sched

@@ -1,0 +1,25 @@
+// One user call, as queued for execution.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "dccl/dccl.h"
+#include "tune/tuner.hpp"
+
+namespace dccl::sched {
+
+struct Op {
+  tune::Coll coll = tune::Coll::AllReduce;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  size_t count = 0;
+  dcclDataType_t dt = dcclFloat32;
+  dcclRedOp_t op = dcclSum;
+  int root = 0;
+  int peer = -1;           // send/recv
+  bool is_send = false;    // send/recv
+  uint64_t seq = 0;        // collective sequence number (tags)
+  uint64_t p2p_tag = 0;    // send/recv: tag from the per-pair counter
+};
+
+}  // namespace dccl::sched

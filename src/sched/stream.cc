@@ -1,0 +1,82 @@
+#include "sched/stream.hpp"
+
+#include <chrono>
+
+namespace dccl::sched {
+
+Stream::Stream() : worker_([this] { run(); }) {}
+
+Stream::~Stream() {
+  {
+    std::unique_lock<std::mutex> lk(mu_);
+    stop_ = true;
+  }
+  cv_work_.notify_all();
+  worker_.join();
+}
+
+void Stream::enqueue(std::function<void()> work) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    queue_.push_back(std::move(work));
+  }
+  cv_work_.notify_one();
+}
+
+void Stream::run() {
+  std::unique_lock<std::mutex> lk(mu_);
+  for (;;) {
+    cv_work_.wait(lk, [&] { return stop_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stop_ and drained
+    auto work = std::move(queue_.front());
+    queue_.pop_front();
+    busy_ = true;
+    lk.unlock();
+    // Work always runs (communicators fail fast after an error themselves), so
+    // every queued submission takes its turn and nothing waits forever.
+    dcclResult_t code = dcclSuccess;
+    std::string text;
+    try {
+      work();
+    } catch (const core::Error& e) {
+      code = e.code();
+      text = e.what();
+    } catch (const std::exception& e) {
+      code = dcclInternalError;
+      text = e.what();
+    }
+    lk.lock();
+    busy_ = false;
+    if (code != dcclSuccess && !has_error_) {
+      has_error_ = true;
+      err_code_ = code;
+      err_text_ = text;
+    }
+    if (queue_.empty()) cv_idle_.notify_all();
+  }
+}
+
+void Stream::rethrow_locked() {
+  if (!has_error_) return;
+  has_error_ = false;
+  throw core::Error(err_code_, err_text_);
+}
+
+void Stream::synchronize(int64_t timeout_ms) {
+  std::unique_lock<std::mutex> lk(mu_);
+  bool ok = cv_idle_.wait_for(lk, std::chrono::milliseconds(timeout_ms),
+                              [&] { return queue_.empty() && !busy_; });
+  if (!ok)
+    throw core::Error(dcclTimeout, "stream synchronize: work still pending after " +
+                                       std::to_string(timeout_ms / 1000) + " s");
+  rethrow_locked();
+}
+
+bool Stream::query() {
+  std::lock_guard<std::mutex> lk(mu_);
+  bool idle = queue_.empty() && !busy_;
+  if (idle) rethrow_locked();
+  return idle;
+}
+
+}  // namespace dccl::sched

@@ -1,0 +1,41 @@
+// dcclStream_t: an ordered execution queue served by one worker thread.
+// Work runs in submission order; the first error is kept and reported by
+// synchronize()/query().
+#pragma once
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "core/error.hpp"
+
+namespace dccl::sched {
+
+class Stream {
+ public:
+  Stream();
+  ~Stream();  // drains the queue, then joins the worker
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  void enqueue(std::function<void()> work);
+  // Blocks until every queued item ran; throws the first error (then clears it).
+  // dcclTimeout after timeout_ms.
+  void synchronize(int64_t timeout_ms);
+  // True when idle; throws the first error like synchronize().
+  bool query();
+
+ private:
+  void run();
+  void rethrow_locked();
+  std::mutex mu_;
+  std::condition_variable cv_work_, cv_idle_;
+  std::deque<std::function<void()>> queue_;
+  bool busy_ = false, stop_ = false, has_error_ = false;
+  dcclResult_t err_code_ = dcclSuccess;
+  std::string err_text_;
+  std::thread worker_;
+};
+
+}  // namespace dccl::sched

@@ -1,0 +1,115 @@
+#include "tune/tuner.hpp"
+
+#include <sstream>
+
+#include "core/error.hpp"
+
+namespace dccl::tune {
+
+const char* coll_name(Coll c) {
+  static const char* n[] = {"all_reduce", "reduce", "broadcast", "all_gather",
+                            "reduce_scatter", "alltoall", "barrier", "sendrecv"};
+  return n[static_cast<int>(c)];
+}
+
+const char* algo_name(Algo a) {
+  static const char* n[] = {"ring", "rhd", "rd", "tree", "chain", "bruck", "pairwise", "dissemination", "direct"};
+  return n[static_cast<int>(a)];
+}
+
+namespace {
+bool parse_algo(const std::string& s, Algo* out) {
+  for (int i = 0; i <= static_cast<int>(Algo::Direct); ++i)
+    if (s == algo_name(static_cast<Algo>(i))) {
+      *out = static_cast<Algo>(i);
+      return true;
+    }
+  return false;
+}
+bool parse_coll(const std::string& s, Coll* out) {
+  for (int i = 0; i <= static_cast<int>(Coll::SendRecv); ++i) {
+    std::string name = coll_name(static_cast<Coll>(i));
+    std::string bare;
+    for (char ch : name)
+      if (ch != '_') bare += ch;
+    if (s == name || s == bare) {
+      *out = static_cast<Coll>(i);
+      return true;
+    }
+  }
+  return false;
+}
+}  // namespace
+
+bool Tuner::valid_for(Coll c, Algo a) const {
+  switch (c) {
+    case Coll::AllReduce: return a == Algo::Ring || a == Algo::Rhd || a == Algo::Rd;
+    case Coll::Reduce: return a == Algo::Tree || a == Algo::Chain;
+    case Coll::Broadcast: return a == Algo::Tree || a == Algo::Chain;
+    case Coll::AllGather: return a == Algo::Ring || a == Algo::Bruck;
+    case Coll::ReduceScatter: return a == Algo::Ring;
+    case Coll::AlltoAll: return a == Algo::Pairwise;
+    case Coll::Barrier: return a == Algo::Dissemination;
+    case Coll::SendRecv: return a == Algo::Direct;
+  }
+  return false;
+}
+
+Tuner::Tuner(const std::string& spec, size_t chunk_override, bool same_host)
+    : chunk_override_(chunk_override), same_host_(same_host) {
+  std::stringstream ss(spec);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    auto colon = item.find(':');
+    Algo a;
+    if (colon == std::string::npos) {
+      if (!parse_algo(item, &a))
+        core::raise(dcclInvalidArgument, "DCCL_ALGO: unknown algorithm '" + item + "'");
+      bool any = false;
+      for (int i = 0; i < 8; ++i)
+        if (valid_for(static_cast<Coll>(i), a)) {
+          forced_[i] = a;
+          has_forced_[i] = true;
+          any = true;
+        }
+      if (!any) core::raise(dcclInvalidArgument, "DCCL_ALGO: '" + item + "' applies to no collective");
+    } else {
+      Coll c;
+      if (!parse_coll(item.substr(0, colon), &c))
+        core::raise(dcclInvalidArgument, "DCCL_ALGO: unknown collective '" + item.substr(0, colon) + "'");
+      if (!parse_algo(item.substr(colon + 1), &a) || !valid_for(c, a))
+        core::raise(dcclInvalidArgument, "DCCL_ALGO: '" + item.substr(colon + 1) +
+                                             "' is not an algorithm for " + coll_name(c));
+      forced_[static_cast<int>(c)] = a;
+      has_forced_[static_cast<int>(c)] = true;
+    }
+  }
+}
+
+Choice Tuner::choose(Coll c, size_t bytes, int n) const {
+  Choice ch{Algo::Direct, 0};
+  switch (c) {
+    case Coll::AllReduce:
+      ch.algo = bytes <= (16u << 10) || (n <= 2 && bytes <= (64u << 10)) ? Algo::Rd
+                : bytes <= (256u << 10)                              ? Algo::Rhd
+                                                                     : Algo::Ring;
+      break;
+    case Coll::Reduce: ch.algo = bytes <= (64u << 10) ? Algo::Tree : Algo::Chain; break;
+    case Coll::Broadcast: ch.algo = bytes <= (64u << 10) ? Algo::Tree : Algo::Chain; break;
+    case Coll::AllGather:
+      ch.algo = bytes * static_cast<size_t>(n) <= (64u << 10) ? Algo::Bruck : Algo::Ring;
+      break;
+    case Coll::ReduceScatter: ch.algo = Algo::Ring; break;
+    case Coll::AlltoAll: ch.algo = Algo::Pairwise; break;
+    case Coll::Barrier: ch.algo = Algo::Dissemination; break;
+    case Coll::SendRecv: ch.algo = Algo::Direct; break;
+  }
+  if (has_forced_[static_cast<int>(c)]) ch.algo = forced_[static_cast<int>(c)];
+  // Larger chunks amortise per-message cost on shared memory; TCP prefers smaller ones
+  // so that reduction overlaps the wire.
+  ch.chunk_bytes = chunk_override_ ? chunk_override_ : same_host_ ? (512u << 10) : (256u << 10);
+  return ch;
+}
+
+}  // namespace dccl::tune

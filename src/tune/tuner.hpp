@@ -1,0 +1,35 @@
+// Picks the algorithm and chunk size by collective, bytes and ranks.
+// DCCL_ALGO overrides: "ring" (every collective that has it) or "allreduce:rhd,broadcast:tree".
+#pragma once
+#include <cstddef>
+#include <string>
+
+namespace dccl::tune {
+
+enum class Coll { AllReduce, Reduce, Broadcast, AllGather, ReduceScatter, AlltoAll, Barrier, SendRecv };
+const char* coll_name(Coll c);  // "all_reduce", ...
+
+enum class Algo { Ring, Rhd, Rd, Tree, Chain, Bruck, Pairwise, Dissemination, Direct };
+const char* algo_name(Algo a);
+
+struct Choice {
+  Algo algo;
+  size_t chunk_bytes;
+};
+
+class Tuner {
+ public:
+  // `override_spec` is DCCL_ALGO; throws core::Error(dcclInvalidArgument) for an unknown name.
+  Tuner(const std::string& override_spec, size_t chunk_bytes_override, bool same_host);
+  // `bytes`: the per-rank message size the collective moves (allreduce: count*esize).
+  Choice choose(Coll c, size_t bytes, int nranks) const;
+
+ private:
+  bool valid_for(Coll c, Algo a) const;
+  Algo forced_[8];
+  bool has_forced_[8] = {};
+  size_t chunk_override_;
+  bool same_host_;
+};
+
+}  // namespace dccl::tune
