@@ -1,0 +1,345 @@
+// Bootstrap client: one TCP connection to the store; requests are pipelined and
+// replies matched by request id, so a reply that arrives after its GET timed
+// out is recognised and dropped.
+#include "bootstrap/bootstrap.hpp"
+
+#include <netinet/in.h>
+#include <poll.h>
+
+#include <cerrno>
+#include <thread>
+#include <unordered_map>
+
+#include "bootstrap/socket.hpp"
+#include "bootstrap/wire.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+
+namespace dccl::boot {
+
+using net::Clock;
+using wire::FrameType;
+
+namespace {
+
+struct Want {
+  std::string* dest;  // VALUE lands here; null when an OK is expected
+  std::string label;  // what we wait for, for the timeout message
+};
+
+bool retryable_connect_error(int e) {
+  return e == ECONNREFUSED || e == ETIMEDOUT || e == ENETUNREACH || e == EHOSTUNREACH ||
+         e == ECONNRESET || e == ECONNABORTED || e == EAGAIN;
+}
+
+}  // namespace
+
+struct Bootstrap::Impl {
+  std::unique_ptr<StoreServer> server;  // declared first: destroyed after the connection
+  int rank = 0;
+  std::chrono::milliseconds timeout{0};
+  std::string ns, where;
+  net::Fd fd;
+  std::string in;
+  size_t in_off = 0;
+  uint64_t next_req = 1;
+  uint64_t round = 0;
+  dcclResult_t broken_code = dcclSuccess;  // set when the stream can no longer be trusted
+  std::string broken_why;
+
+  [[noreturn]] void fail(dcclResult_t code, const std::string& op, const std::string& cause,
+                         bool breaks = true) {
+    std::string msg = core::describe(rank, op, cause);
+    if (breaks && broken_code == dcclSuccess) {
+      broken_code = code;
+      broken_why = msg;
+    }
+    core::raise(code, msg);
+  }
+  void check_usable(const std::string& op) {
+    if (broken_code != dcclSuccess)
+      core::raise(broken_code, core::describe(rank, op, "connection to the store at " + where +
+                                                            " is unusable after an earlier error (" +
+                                                            broken_why + ")"));
+  }
+  Clock::time_point deadline() const { return Clock::now() + timeout; }
+  std::string ms_text() const { return std::to_string(timeout.count()) + " ms"; }
+
+  void connect(const UniqueIdData& id, Clock::time_point dl);
+  void handshake(const UniqueIdData& id, int nranks, Clock::time_point dl);
+  void send_all(const std::string& buf, Clock::time_point dl, const std::string& op);
+  // Reads one frame; times out with a message naming `waiting_for`.
+  wire::Frame recv_frame(Clock::time_point dl, const std::string& op, const std::string& waiting_for);
+  void exchange(const std::string& out, std::unordered_map<uint64_t, Want>& want, const std::string& op);
+  void check_key(const std::string& key, const std::string& op) {
+    if (key.size() > wire::kMaxKey)
+      fail(dcclInvalidArgument, op, "key of " + std::to_string(key.size()) + " bytes (namespace included) exceeds " +
+                                        std::to_string(wire::kMaxKey), false);
+  }
+  std::vector<std::string> allgather(const std::string& mine, int nranks, const std::string& op);
+};
+
+void Bootstrap::Impl::connect(const UniqueIdData& id, Clock::time_point dl) {
+  const std::string op = "bootstrap connect";
+  net::SockAddr a;
+  std::string why;
+  if (!net::resolve(id.host, id.port, &a, &why)) fail(dcclInvalidArgument, op, why);
+  where = net::addr_to_string(a);
+  auto backoff = std::chrono::milliseconds(10);
+  std::string last = "none";
+  int attempts = 0;
+  while (Clock::now() < dl) {
+    ++attempts;
+    net::Fd s(::socket(a.ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!s) fail(dcclSystemError, op, "socket: " + net::errno_text(errno));
+    int err = ::connect(s.get(), a.sa(), a.len) == 0 ? 0 : errno;
+    if (err == EINPROGRESS || err == EINTR) {
+      pollfd p{s.get(), POLLOUT, 0};
+      int n;
+      do n = ::poll(&p, 1, net::ms_until(dl));
+      while (n < 0 && errno == EINTR);
+      if (n < 0) fail(dcclSystemError, op, "poll: " + net::errno_text(errno));
+      if (n == 0) {
+        last = "connect in progress";
+        break;
+      }
+      socklen_t len = sizeof(err);
+      if (::getsockopt(s.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+    }
+    if (err == 0) {
+      net::set_nodelay(s.get());
+      fd = std::move(s);
+      DCCL_TRACE("rank %d: connected to the bootstrap store at %s after %d attempt(s)", rank,
+                 where.c_str(), attempts);
+      return;
+    }
+    if (!retryable_connect_error(err))
+      fail(dcclSystemError, op, "connect to the store at " + where + ": " + net::errno_text(err));
+    last = net::errno_text(err);
+    auto left = dl - Clock::now();
+    if (left <= Clock::duration::zero()) break;
+    std::this_thread::sleep_for(std::min<Clock::duration>(backoff, left));
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(500));
+  }
+  fail(dcclTimeout, op, "the store at " + where + " was not reachable within " + ms_text() + " (" +
+                            std::to_string(attempts) + " attempts, last error: " + last +
+                            "); is the root rank running, and is the address (DCCL_SOCKET_IFNAME) right?");
+}
+
+void Bootstrap::Impl::handshake(const UniqueIdData& id, int nranks, Clock::time_point dl) {
+  const std::string op = "bootstrap connect";
+  std::string out;
+  wire::append_hello(out, id.secret, rank, nranks);
+  wire::Frame f;
+  try {
+    send_all(out, dl, op);
+    f = recv_frame(dl, op, "the store's answer to HELLO");
+  } catch (const core::Error& e) {
+    if (e.code() != dcclRemoteError) throw;
+    core::raise(e.code(), std::string(e.what()) +
+                              " before answering HELLO (connection limit reached, or not a DirectCCL store?)");
+  }
+  if (f.type == FrameType::Refused)
+    fail(dcclRemoteError, op, "the store at " + where + " refused the connection: " + f.value);
+  if (f.type != FrameType::Welcome)
+    fail(dcclRemoteError, op, std::string("protocol error: the store at ") + where + " answered HELLO with " +
+                                  wire::type_name(f.type));
+}
+
+void Bootstrap::Impl::send_all(const std::string& buf, Clock::time_point dl, const std::string& op) {
+  size_t off = 0;
+  while (off < buf.size()) {
+    ssize_t n = ::send(fd.get(), buf.data() + off, buf.size() - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      off += static_cast<size_t>(n);
+      continue;
+    }
+    const int e = n < 0 ? errno : EIO;
+    if (e == EINTR) continue;
+    if (e == EAGAIN || e == EWOULDBLOCK) {
+      pollfd p{fd.get(), POLLOUT, 0};
+      int r = ::poll(&p, 1, net::ms_until(dl));
+      if (r < 0 && errno != EINTR) fail(dcclSystemError, op, "poll: " + net::errno_text(errno));
+      if (r == 0)
+        fail(dcclTimeout, op, "timed out after " + ms_text() + " sending to the store at " + where +
+                                  " (it is not reading)");
+      continue;
+    }
+    if (e == EPIPE || e == ECONNRESET)
+      fail(dcclRemoteError, op, "the store at " + where + " closed the connection (" + net::errno_text(e) + ")");
+    fail(dcclSystemError, op, "send to the store at " + where + ": " + net::errno_text(e));
+  }
+}
+
+wire::Frame Bootstrap::Impl::recv_frame(Clock::time_point dl, const std::string& op,
+                                        const std::string& waiting_for) {
+  for (;;) {
+    const size_t avail = in.size() - in_off;
+    wire::ParseResult r = wire::parse_frame(reinterpret_cast<const uint8_t*>(in.data()) + in_off, avail);
+    if (r.status == wire::ParseStatus::Ok) {
+      in_off += r.consumed;
+      if (in_off == in.size()) {
+        in.clear();
+        in_off = 0;
+      }
+      if (wire::is_client_frame(r.frame.type))
+        fail(dcclRemoteError, op, std::string("protocol error: the store at ") + where + " sent " +
+                                      wire::type_name(r.frame.type));
+      return std::move(r.frame);
+    }
+    if (r.status == wire::ParseStatus::Malformed)
+      fail(dcclRemoteError, op, "malformed frame from the store at " + where + ": " + r.error);
+    if (in_off > 0) {
+      in.erase(0, in_off);
+      in_off = 0;
+    }
+    pollfd p{fd.get(), POLLIN, 0};
+    int n = ::poll(&p, 1, net::ms_until(dl));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail(dcclSystemError, op, "poll: " + net::errno_text(errno));
+    }
+    if (n == 0)
+      fail(dcclTimeout, op, "timed out after " + ms_text() + " waiting for " + waiting_for +
+                                " from the store at " + where, false);
+    const size_t want = std::max<size_t>(size_t{64} << 10, r.need - avail);
+    const size_t old = in.size();
+    in.resize(old + want);
+    ssize_t got = ::recv(fd.get(), in.data() + old, want, 0);
+    const int e = errno;
+    in.resize(old + (got > 0 ? static_cast<size_t>(got) : 0));
+    if (got > 0) continue;
+    if (got == 0) fail(dcclRemoteError, op, "the store at " + where + " closed the connection");
+    if (e == EINTR || e == EAGAIN || e == EWOULDBLOCK) continue;
+    if (e == ECONNRESET)
+      fail(dcclRemoteError, op, "the store at " + where + " reset the connection");
+    fail(dcclSystemError, op, "recv from the store at " + where + ": " + net::errno_text(e));
+  }
+}
+
+void Bootstrap::Impl::exchange(const std::string& out, std::unordered_map<uint64_t, Want>& want,
+                               const std::string& op) {
+  const auto dl = deadline();
+  send_all(out, dl, op);
+  while (!want.empty()) {
+    std::string missing;
+    size_t listed = 0;
+    for (auto& [req, w] : want) {
+      if (listed++ == 8) {
+        missing += " and " + std::to_string(want.size() - 8) + " more";
+        break;
+      }
+      missing += (missing.empty() ? "" : ", ") + w.label;
+    }
+    wire::Frame f = recv_frame(dl, op, missing);
+    auto it = want.find(f.req);
+    if (it == want.end()) {  // the answer to a request that timed out earlier
+      DCCL_TRACE("rank %d: dropping a late %s (request %llu) from the store", rank, wire::type_name(f.type),
+                 static_cast<unsigned long long>(f.req));
+      continue;
+    }
+    switch (f.type) {
+      case FrameType::Value:
+        if (it->second.dest == nullptr) fail(dcclRemoteError, op, "protocol error: VALUE for a SET/DEL");
+        *it->second.dest = std::move(f.value);
+        break;
+      case FrameType::Ok:
+        if (it->second.dest != nullptr) fail(dcclRemoteError, op, "protocol error: OK for a GET");
+        break;
+      case FrameType::Error:
+        fail(dcclRemoteError, op, "the store at " + where + " rejected " + it->second.label + ": " + f.value,
+             false);
+      default:
+        fail(dcclRemoteError, op, std::string("protocol error: unexpected ") + wire::type_name(f.type) +
+                                      " from the store at " + where);
+    }
+    want.erase(it);
+  }
+}
+
+std::vector<std::string> Bootstrap::Impl::allgather(const std::string& mine, int nranks,
+                                                    const std::string& what) {
+  const uint64_t k = round++;
+  const std::string op = "bootstrap " + what + " #" + std::to_string(k);
+  check_usable(op);
+  if (mine.size() > wire::kMaxValue)
+    fail(dcclInvalidArgument, op, "blob of " + std::to_string(mine.size()) + " bytes exceeds the 16 MiB limit",
+         false);
+  auto key = [&](uint64_t round_no, int r) {
+    return ns + "/ag/" + std::to_string(round_no) + "/" + std::to_string(r);
+  };
+  check_key(key(k, nranks - 1), op);
+  std::vector<std::string> all(static_cast<size_t>(nranks));
+  std::unordered_map<uint64_t, Want> want;
+  std::string out;
+  // Everyone finished round k-2 before anyone could finish round k-1, so our
+  // round k-2 key is no longer read: drop it to keep the store small.
+  if (k >= 2) {
+    want[next_req] = {nullptr, "DEL of round " + std::to_string(k - 2)};
+    wire::append_del(out, next_req++, key(k - 2, rank));
+  }
+  want[next_req] = {nullptr, "SET of our contribution"};
+  wire::append_set(out, next_req++, key(k, rank), mine);
+  for (int r = 0; r < nranks; ++r) {
+    if (r == rank) continue;
+    want[next_req] = {&all[static_cast<size_t>(r)], "rank " + std::to_string(r)};
+    wire::append_get(out, next_req++, key(k, r));
+  }
+  exchange(out, want, op);
+  all[static_cast<size_t>(rank)] = mine;
+  return all;
+}
+
+Bootstrap::Bootstrap(const UniqueIdData& id, int rank, int nranks, std::chrono::milliseconds timeout,
+                     std::unique_ptr<StoreServer> server, std::string ns)
+    : impl_(std::make_unique<Impl>()), rank_(rank), nranks_(nranks) {
+  impl_->server = std::move(server);
+  impl_->rank = rank;
+  impl_->timeout = timeout;
+  impl_->ns = std::move(ns);
+  if (nranks < 1 || rank < 0 || rank >= nranks)
+    impl_->fail(dcclInvalidArgument, "bootstrap connect",
+                "rank " + std::to_string(rank) + " / nranks " + std::to_string(nranks) + " is out of range");
+  if (timeout.count() <= 0)
+    impl_->fail(dcclInvalidArgument, "bootstrap connect", "timeout must be positive");
+  const auto dl = impl_->deadline();
+  impl_->connect(id, dl);
+  impl_->handshake(id, nranks, dl);
+}
+
+Bootstrap::~Bootstrap() {
+  if (impl_) impl_->fd.reset();  // close our connection before stopping a server we own
+}
+
+void Bootstrap::set(const std::string& key, const std::string& value) {
+  const std::string op = "bootstrap set '" + key + "'";
+  impl_->check_usable(op);
+  impl_->check_key(impl_->ns + key, op);
+  if (value.size() > wire::kMaxValue)
+    impl_->fail(dcclInvalidArgument, op, "value of " + std::to_string(value.size()) + " bytes exceeds 16 MiB", false);
+  std::string out;
+  const uint64_t req = impl_->next_req++;
+  wire::append_set(out, req, impl_->ns + key, value);
+  std::unordered_map<uint64_t, Want> want{{req, {nullptr, "SET of '" + key + "'"}}};
+  impl_->exchange(out, want, op);
+}
+
+std::string Bootstrap::get(const std::string& key) {
+  const std::string op = "bootstrap get '" + key + "'";
+  impl_->check_usable(op);
+  impl_->check_key(impl_->ns + key, op);
+  std::string out, value;
+  const uint64_t req = impl_->next_req++;
+  wire::append_get(out, req, impl_->ns + key);
+  std::unordered_map<uint64_t, Want> want{{req, {&value, "key '" + impl_->ns + key + "'"}}};
+  impl_->exchange(out, want, op);
+  return value;
+}
+
+std::vector<std::string> Bootstrap::allgather(const std::string& mine) {
+  return impl_->allgather(mine, nranks_, "allgather");
+}
+
+void Bootstrap::barrier() { impl_->allgather(std::string(), nranks_, "barrier"); }
+
+}  // namespace dccl::boot

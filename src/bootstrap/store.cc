@@ -1,0 +1,184 @@
+// The store server's protocol: the HELLO check, SET/GET/DEL, parked GETs
+// answered when their key is set; and StoreServer::start.
+#include <netinet/in.h>
+#include <sys/eventfd.h>
+
+#include <cerrno>
+
+#include "bootstrap/store_server.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+
+namespace dccl::boot {
+
+namespace detail {
+
+using wire::FrameType;
+
+namespace {
+bool secrets_equal(const std::array<uint8_t, 16>& a, const std::array<uint8_t, 16>& b) {
+  volatile uint8_t diff = 0;  // constant time: no early exit
+  for (size_t i = 0; i < a.size(); ++i) diff = static_cast<uint8_t>(diff | (a[i] ^ b[i]));
+  return diff == 0;
+}
+}  // namespace
+
+void Server::process(uint64_t cid, Conn& c) {
+  while (!c.dead) {
+    const auto* p = reinterpret_cast<const uint8_t*>(c.in.data()) + c.in_off;
+    const size_t n = c.in.size() - c.in_off;
+    // Before HELLO only a HELLO header is acceptable: never buffer a large frame
+    // for someone who has not shown the secret.
+    if (!c.authed && n >= wire::kHeaderBytes && p[4] != static_cast<uint8_t>(FrameType::Hello)) {
+      kill(c, "first frame has type " + std::to_string(p[4]) + ", not HELLO", true);
+      return;
+    }
+    wire::ParseResult r = wire::parse_frame(p, n);
+    if (r.status == wire::ParseStatus::NeedMore) break;
+    if (r.status == wire::ParseStatus::Malformed) {
+      kill(c, "malformed frame: " + r.error, true);
+      return;
+    }
+    c.in_off += r.consumed;
+    handle(cid, c, r.frame);
+  }
+  if (c.in_off == c.in.size()) {
+    c.in.clear();
+    c.in_off = 0;
+  } else if (c.in_off > (size_t{1} << 20)) {
+    c.in.erase(0, c.in_off);
+    c.in_off = 0;
+  }
+}
+
+void Server::handle(uint64_t cid, Conn& c, wire::Frame& f) {
+  if (!c.authed) {  // the type was checked in process()
+    std::string refusal;
+    if (f.version != wire::kProtocolVersion)
+      refusal = "protocol version " + std::to_string(f.version) + " (the store speaks " +
+                std::to_string(wire::kProtocolVersion) + ")";
+    else if (!secrets_equal(f.secret, id_.secret))
+      refusal = "wrong job secret: the client's unique id belongs to another job";
+    if (!refusal.empty()) {
+      wire::append_refused(c.out, refusal);
+      flush(c);
+      ::shutdown(c.fd.get(), SHUT_WR);
+      kill(c, "refused rank " + std::to_string(f.rank) + ": " + refusal, true);
+      return;
+    }
+    c.authed = true;
+    c.rank = f.rank;
+    c.nranks = f.nranks;
+    wire::append_welcome(c.out);
+    mark(cid, c);
+    DCCL_TRACE("%s: %s joined", where_.c_str(), who(c).c_str());
+    return;
+  }
+  switch (f.type) {
+    case FrameType::Set: on_set(cid, c, f); break;
+    case FrameType::Get: {
+      auto it = kv_.find(f.key);
+      if (it != kv_.end()) {
+        wire::append_value(c.out, f.req, it->second);
+        mark(cid, c);
+      } else if (c.parked >= lim_.max_parked_per_conn) {
+        kill(c, "more than " + std::to_string(lim_.max_parked_per_conn) + " GETs waiting", true);
+      } else {
+        waiting_[f.key].push_back({cid, f.req});
+        ++c.parked;
+        ++c.parked_keys[f.key];
+      }
+      break;
+    }
+    case FrameType::Del: {
+      auto it = kv_.find(f.key);
+      if (it != kv_.end()) {
+        total_bytes_ -= it->first.size() + it->second.size();
+        kv_.erase(it);
+      }
+      wire::append_ok(c.out, f.req);
+      mark(cid, c);
+      break;
+    }
+    default:
+      kill(c, std::string("unexpected ") + wire::type_name(f.type) + " frame from a client", true);
+  }
+}
+
+void Server::on_set(uint64_t cid, Conn& c, wire::Frame& f) {
+  auto it = kv_.find(f.key);
+  const size_t old = it == kv_.end() ? 0 : it->first.size() + it->second.size();
+  const size_t add = f.key.size() + f.value.size();
+  if (total_bytes_ - old + add > lim_.max_total_bytes) {
+    std::string why = "store full: " + std::to_string(total_bytes_) + " bytes held, SET of " +
+                      std::to_string(add) + " would pass the limit of " +
+                      std::to_string(lim_.max_total_bytes);
+    DCCL_WARN("%s: %s from %s", where_.c_str(), why.c_str(), who(c).c_str());
+    wire::append_error(c.out, f.req, why);
+    mark(cid, c);
+    return;
+  }
+  total_bytes_ = total_bytes_ - old + add;
+  std::string& stored = kv_[f.key];
+  stored = std::move(f.value);
+  wire::append_ok(c.out, f.req);
+  mark(cid, c);
+  auto w = waiting_.find(f.key);
+  if (w == waiting_.end()) return;
+  std::vector<Waiter> ws = std::move(w->second);
+  waiting_.erase(w);
+  for (const Waiter& x : ws) {
+    auto ci = conns_.find(x.conn);
+    if (ci == conns_.end()) continue;
+    Conn& o = ci->second;
+    --o.parked;
+    auto pk = o.parked_keys.find(f.key);
+    if (pk != o.parked_keys.end() && --pk->second == 0) o.parked_keys.erase(pk);
+    if (o.dead) continue;
+    wire::append_value(o.out, x.req, stored);
+    mark(x.conn, o);
+  }
+}
+
+}  // namespace detail
+
+std::unique_ptr<StoreServer> StoreServer::start(const std::string& host, uint16_t port,
+                                                const std::array<uint8_t, 16>& secret) {
+  return start(host, port, secret, StoreLimits{});
+}
+
+std::unique_ptr<StoreServer> StoreServer::start(const std::string& host, uint16_t port,
+                                                const std::array<uint8_t, 16>& secret,
+                                                const StoreLimits& limits) {
+  const std::string op = "start bootstrap store";
+  const std::string h = host.empty() ? net::default_bind_host() : host;
+  net::SockAddr a;
+  std::string why;
+  if (!net::resolve(h, port, &a, &why)) core::raise(dcclInvalidArgument, core::describe(-1, op, why));
+  const std::string where = net::addr_to_string(a);
+  auto sys_fail = [&](const char* call) {
+    core::raise(dcclSystemError, core::describe(-1, op, std::string(call) + " " + where + ": " +
+                                                            net::errno_text(errno)));
+  };
+  net::Fd s(::socket(a.ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!s) sys_fail("socket");
+  int one = 1;
+  ::setsockopt(s.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (::bind(s.get(), a.sa(), a.len) != 0) sys_fail("bind");
+  if (::listen(s.get(), SOMAXCONN) != 0) sys_fail("listen");
+  net::SockAddr bound;
+  bound.len = sizeof(bound.ss);
+  if (::getsockname(s.get(), bound.sa(), &bound.len) != 0) sys_fail("getsockname");
+  net::Fd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!wake) sys_fail("eventfd");
+
+  UniqueIdData id;
+  id.host = net::is_wildcard(bound) ? net::default_bind_host() : net::host_of(bound);
+  id.port = net::port_of(bound);
+  id.secret = secret;
+  DCCL_INFO("bootstrap store listening on %s (advertised as %s:%u)", net::addr_to_string(bound).c_str(),
+            id.host.c_str(), static_cast<unsigned>(id.port));
+  return std::make_unique<detail::Server>(std::move(s), std::move(wake), std::move(id), limits);
+}
+
+}  // namespace dccl::boot

@@ -1,0 +1,212 @@
+// Store server plumbing: one thread, non-blocking sockets, poll(). An eventfd
+// wakes the thread for shutdown; the destructor then drains briefly and joins.
+#include <netinet/in.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "bootstrap/store_server.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+
+namespace dccl::boot::detail {
+
+void Server::run() {
+  try {
+    loop();
+  } catch (const std::exception& e) {
+    DCCL_WARN("%s: server thread stopped: %s", where_.c_str(), e.what());
+  }
+  std::vector<uint64_t> ids;
+  for (auto& [id, c] : conns_) ids.push_back(id);
+  for (uint64_t id : ids) close_conn(id);
+}
+
+void Server::loop() {
+  std::vector<pollfd> pfds;
+  std::vector<uint64_t> ids;
+  for (;;) {
+    auto now = Clock::now();
+    pfds.clear();
+    ids.clear();
+    pfds.push_back({wake_.get(), POLLIN, 0});
+    const bool poll_listen = listen_ && now >= listen_pause_until_;
+    if (poll_listen) pfds.push_back({listen_.get(), POLLIN, 0});
+    const size_t first_conn = pfds.size();
+    int timeout = -1;
+    for (auto& [id, c] : conns_) {
+      short ev = POLLIN;
+      if (c.out_off < c.out.size()) ev |= POLLOUT;
+      pfds.push_back({c.fd.get(), ev, 0});
+      ids.push_back(id);
+      if (!c.authed) {
+        int t = net::ms_until(c.hello_deadline);
+        if (timeout < 0 || t < timeout) timeout = t;
+      }
+    }
+    if (listen_ && !poll_listen) timeout = timeout < 0 ? 100 : std::min(timeout, 100);
+    if (draining_) timeout = timeout < 0 ? 20 : std::min(timeout, 20);
+
+    int n = ::poll(pfds.data(), pfds.size(), timeout);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      DCCL_WARN("%s: poll failed: %s", where_.c_str(), net::errno_text(errno).c_str());
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      continue;
+    }
+    if (pfds[0].revents & POLLIN) {
+      uint64_t v;
+      (void)!::read(wake_.get(), &v, sizeof(v));
+      if (!draining_) {
+        draining_ = true;
+        drain_start_ = Clock::now();
+        listen_.reset();  // no new connections
+      }
+    }
+    // Existing connections first, so that closes are seen before the limit is checked.
+    for (size_t i = first_conn; i < pfds.size(); ++i) {
+      auto it = conns_.find(ids[i - first_conn]);
+      if (it == conns_.end() || it->second.dead) continue;
+      const short re = pfds[i].revents;
+      if (re & (POLLIN | POLLHUP | POLLERR)) read_conn(it->first, it->second);
+      if ((re & POLLOUT) && !it->second.dead) flush(it->second);
+    }
+    for (uint64_t id : dirty_) {
+      auto it = conns_.find(id);
+      if (it == conns_.end()) continue;
+      it->second.dirty = false;
+      if (!it->second.dead) flush(it->second);
+    }
+    dirty_.clear();
+    now = Clock::now();
+    ids.clear();
+    for (auto& [id, c] : conns_) {
+      if (!c.authed && !c.dead && now >= c.hello_deadline)
+        kill(c, "no HELLO within " + std::to_string(lim_.hello_timeout.count()) + " ms", true);
+      if (c.dead) ids.push_back(id);
+    }
+    for (uint64_t id : ids) close_conn(id);
+    if (poll_listen && listen_ && (pfds[1].revents & POLLIN)) accept_all();
+    if (draining_ && drained(now)) return;
+  }
+}
+
+// Ends the drain when nobody is connected, when every connection has been idle
+// for 100 ms (no parked GET, nothing to send or parse), or at drain_timeout.
+bool Server::drained(Clock::time_point now) {
+  if (conns_.empty() || now - drain_start_ >= lim_.drain_timeout) return true;
+  for (auto& [id, c] : conns_)
+    if (!c.idle()) {
+      idle_seen_ = false;
+      return false;
+    }
+  if (!idle_seen_) {
+    idle_seen_ = true;
+    idle_since_ = now;
+  }
+  return now - idle_since_ >= std::chrono::milliseconds(100);
+}
+
+void Server::accept_all() {
+  for (;;) {
+    net::SockAddr a;
+    a.len = sizeof(a.ss);
+    int fd = ::accept4(listen_.get(), a.sa(), &a.len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNABORTED) return;
+      DCCL_WARN("%s: accept failed: %s; pausing accepts for 100 ms", where_.c_str(),
+                net::errno_text(errno).c_str());
+      listen_pause_until_ = Clock::now() + std::chrono::milliseconds(100);
+      return;
+    }
+    net::Fd f(fd);
+    std::string peer = net::addr_to_string(a);
+    if (conns_.size() >= lim_.max_connections) {
+      std::string why = std::to_string(conns_.size()) + " connections already open (the limit)";
+      DCCL_WARN("%s: refusing connection from %s: %s", where_.c_str(), peer.c_str(), why.c_str());
+      std::string out;
+      wire::append_refused(out, "too many connections: " + why);
+      (void)!::send(fd, out.data(), out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      ::shutdown(fd, SHUT_WR);
+      while (::recv(fd, buf_.data(), buf_.size(), MSG_DONTWAIT) > 0) {
+      }  // drop what already arrived, so that closing sends FIN rather than RST
+      continue;  // f closes it
+    }
+    net::set_nodelay(fd);
+    Conn& c = conns_[next_conn_++];
+    c.fd = std::move(f);
+    c.peer = std::move(peer);
+    c.hello_deadline = Clock::now() + lim_.hello_timeout;
+    DCCL_TRACE("%s: connection from %s", where_.c_str(), c.peer.c_str());
+  }
+}
+
+void Server::read_conn(uint64_t cid, Conn& c) {
+  size_t total = 0;
+  while (total < (size_t{1} << 20) && !c.dead) {
+    ssize_t n = ::recv(c.fd.get(), buf_.data(), buf_.size(), 0);
+    if (n > 0) {
+      c.in.append(buf_.data(), static_cast<size_t>(n));
+      total += static_cast<size_t>(n);
+      process(cid, c);
+    } else if (n == 0) {
+      if (c.in_off < c.in.size())
+        kill(c, "peer closed the connection in the middle of a frame (" +
+                    std::to_string(c.in.size() - c.in_off) + " bytes pending)", true);
+      else
+        kill(c, "peer closed the connection", false);
+    } else if (errno == EINTR) {
+      continue;
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      return;
+    } else {
+      kill(c, "recv: " + net::errno_text(errno), c.authed);
+    }
+  }
+}
+
+void Server::flush(Conn& c) {
+  while (c.out_off < c.out.size() && !c.dead) {
+    ssize_t n = ::send(c.fd.get(), c.out.data() + c.out_off, c.out.size() - c.out_off,
+                       MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      c.out_off += static_cast<size_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      break;
+    } else {
+      kill(c, "send: " + net::errno_text(errno), c.authed);
+    }
+  }
+  if (c.out_off == c.out.size()) {
+    c.out.clear();
+    c.out_off = 0;
+  } else if (c.out_off > (size_t{1} << 20) && 2 * c.out_off > c.out.size()) {
+    c.out.erase(0, c.out_off);
+    c.out_off = 0;
+  }
+}
+
+void Server::close_conn(uint64_t cid) {
+  auto it = conns_.find(cid);
+  if (it == conns_.end()) return;
+  Conn& c = it->second;
+  for (auto& [key, cnt] : c.parked_keys) {
+    auto w = waiting_.find(key);
+    if (w == waiting_.end()) continue;
+    std::erase_if(w->second, [cid](const Waiter& x) { return x.conn == cid; });
+    if (w->second.empty()) waiting_.erase(w);
+  }
+  if (c.dead && c.warn)
+    DCCL_WARN("%s: closing connection from %s: %s", where_.c_str(), who(c).c_str(), c.why.c_str());
+  else
+    DCCL_TRACE("%s: closing connection from %s: %s", where_.c_str(), who(c).c_str(),
+               c.dead ? c.why.c_str() : "store shutting down");
+  conns_.erase(it);
+}
+
+
+}  // namespace dccl::boot::detail

@@ -1,0 +1,104 @@
+// Private to the bootstrap layer: the store server's state. store_io.cc holds
+// the socket plumbing (poll loop, accept, read, write, close), store.cc the
+// protocol (HELLO check, SET/GET/DEL, parked GETs) and StoreServer::start.
+#pragma once
+#include <unistd.h>
+
+#include <cerrno>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "bootstrap/socket.hpp"
+#include "bootstrap/store.hpp"
+#include "bootstrap/wire.hpp"
+
+namespace dccl::boot::detail {
+
+using net::Clock;
+
+struct Conn {
+  net::Fd fd;
+  std::string peer;
+  bool authed = false;
+  int rank = -1, nranks = 0;
+  Clock::time_point hello_deadline;
+  std::string in, out;
+  size_t in_off = 0, out_off = 0;
+  size_t parked = 0;
+  std::unordered_map<std::string, size_t> parked_keys;  // key -> GETs parked on it
+  bool dirty = false;  // has output queued since the last flush
+  bool dead = false, warn = false;
+  std::string why;
+  bool idle() const { return parked == 0 && out_off == out.size() && in_off == in.size(); }
+};
+
+struct Waiter {
+  uint64_t conn, req;
+};
+
+class Server final : public StoreServer {
+ public:
+  Server(net::Fd listen, net::Fd wake, UniqueIdData id, const StoreLimits& lim)
+      : listen_(std::move(listen)), wake_(std::move(wake)), id_(std::move(id)), lim_(lim),
+        where_("bootstrap store " + id_.host + ":" + std::to_string(id_.port)) {
+    thread_ = std::thread([this] { run(); });
+  }
+  ~Server() override {
+    uint64_t one = 1;
+    ssize_t rc;
+    do rc = ::write(wake_.get(), &one, sizeof(one));
+    while (rc < 0 && errno == EINTR);
+    thread_.join();
+  }
+  UniqueIdData id() const override { return id_; }
+
+ private:
+  void run();
+  void loop();
+  void accept_all();
+  void read_conn(uint64_t cid, Conn& c);
+  void process(uint64_t cid, Conn& c);
+  void handle(uint64_t cid, Conn& c, wire::Frame& f);
+  void on_set(uint64_t cid, Conn& c, wire::Frame& f);
+  void flush(Conn& c);
+  // Output is flushed once per loop turn, however many frames were queued.
+  void mark(uint64_t cid, Conn& c) {
+    if (c.dirty) return;
+    c.dirty = true;
+    dirty_.push_back(cid);
+  }
+  void kill(Conn& c, std::string why, bool warn) {
+    if (c.dead) return;
+    c.dead = true;
+    c.warn = warn;
+    c.why = std::move(why);
+  }
+  void close_conn(uint64_t cid);
+  bool drained(Clock::time_point now);
+  std::string who(const Conn& c) const {
+    std::string s = c.peer;
+    if (c.authed) s += " (rank " + std::to_string(c.rank) + "/" + std::to_string(c.nranks) + ")";
+    return s;
+  }
+
+  net::Fd listen_, wake_;
+  UniqueIdData id_;
+  StoreLimits lim_;
+  std::string where_;
+  std::thread thread_;
+  std::unordered_map<uint64_t, Conn> conns_;
+  uint64_t next_conn_ = 1;
+  std::unordered_map<std::string, std::string> kv_;
+  size_t total_bytes_ = 0;
+  std::unordered_map<std::string, std::vector<Waiter>> waiting_;
+  std::vector<uint64_t> dirty_;
+  std::vector<char> buf_ = std::vector<char>(size_t{64} << 10);
+  Clock::time_point listen_pause_until_{};
+  bool draining_ = false;
+  Clock::time_point drain_start_{}, idle_since_{};
+  bool idle_seen_ = false;
+};
+
+}  // namespace dccl::boot::detail

@@ -1,0 +1,87 @@
+// Bootstrap store wire protocol.
+//
+// Every frame: u32 length (big-endian; counts the type byte and the payload),
+// u8 type, payload. All integers are big-endian. Payloads:
+//   HELLO   c->s  u32 version, secret[16], i32 rank, i32 nranks   (first frame, exactly once)
+//   WELCOME s->c  u32 version                                     (HELLO accepted)
+//   REFUSED s->c  reason text                                     (then the server closes)
+//   SET     c->s  u64 req, u32 keylen, key, value                 (answered by OK or ERROR)
+//   GET     c->s  u64 req, key                                    (answered by VALUE when the key exists)
+//   DEL     c->s  u64 req, key                                    (answered by OK)
+//   VALUE   s->c  u64 req, value
+//   OK      s->c  u64 req
+//   ERROR   s->c  u64 req, reason text
+// Sizes are bounded (key <= 1 KiB, value <= 16 MiB, reason <= 1 KiB), so a frame
+// never exceeds kMaxFrameLen and the parser never allocates more than that.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace dccl::boot::wire {
+
+inline constexpr uint32_t kProtocolVersion = 1;
+inline constexpr size_t kHeaderBytes = 5;  // u32 length + u8 type
+inline constexpr size_t kMaxKey = 1024;
+inline constexpr size_t kMaxValue = 16u << 20;
+inline constexpr size_t kMaxReason = 1024;
+inline constexpr size_t kHelloPayload = 4 + 16 + 4 + 4;
+// Largest legal value of the length field: type byte + SET's payload at its bounds.
+inline constexpr size_t kMaxFrameLen = 1 + 8 + 4 + kMaxKey + kMaxValue;
+
+enum class FrameType : uint8_t {
+  Hello = 1,
+  Welcome = 2,
+  Refused = 3,
+  Set = 4,
+  Get = 5,
+  Del = 6,
+  Value = 7,
+  Ok = 8,
+  Error = 9,
+};
+const char* type_name(FrameType t);
+bool is_client_frame(FrameType t);  // HELLO, SET, GET, DEL
+
+struct Frame {
+  FrameType type = FrameType::Ok;
+  uint64_t req = 0;                  // SET GET DEL VALUE OK ERROR
+  uint32_t version = 0;              // HELLO WELCOME
+  std::array<uint8_t, 16> secret{};  // HELLO
+  int32_t rank = 0, nranks = 0;      // HELLO (0 <= rank < nranks)
+  std::string key;                   // SET GET DEL
+  std::string value;                 // SET VALUE; the reason for REFUSED and ERROR
+};
+
+enum class ParseStatus { NeedMore, Ok, Malformed };
+
+struct ParseResult {
+  ParseStatus status = ParseStatus::NeedMore;
+  size_t consumed = 0;  // Ok: bytes of the frame, to drop from the buffer
+  size_t need = 0;      // NeedMore: total bytes the frame needs (at least)
+  Frame frame;          // Ok
+  std::string error;    // Malformed: why
+};
+
+// Parses the frame at the start of [data, data+size). Pure: never reads outside
+// the buffer, never allocates more than kMaxFrameLen, never throws on bad bytes.
+// A bad header (zero, oversized or out-of-range length, unknown type) is reported
+// as soon as its 5 bytes are present, before the payload arrives.
+ParseResult parse_frame(const uint8_t* data, size_t size);
+
+// Encoders append one frame to `out`. Keys, values and reasons over their bounds
+// throw core::Error(dcclInvalidArgument) (reasons are truncated instead).
+void append_hello(std::string& out, const std::array<uint8_t, 16>& secret, int32_t rank,
+                  int32_t nranks, uint32_t version = kProtocolVersion);
+void append_welcome(std::string& out);
+void append_refused(std::string& out, std::string_view reason);
+void append_set(std::string& out, uint64_t req, std::string_view key, std::string_view value);
+void append_get(std::string& out, uint64_t req, std::string_view key);
+void append_del(std::string& out, uint64_t req, std::string_view key);
+void append_value(std::string& out, uint64_t req, std::string_view value);
+void append_ok(std::string& out, uint64_t req);
+void append_error(std::string& out, uint64_t req, std::string_view reason);
+
+}  // namespace dccl::boot::wire
