@@ -2,6 +2,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "dccl/dccl.h"
@@ -56,7 +57,18 @@ Backend& sim_backend();
 Backend* cuda_backend();  // nullptr when not built or no device; see cuda_unavailable_reason()
 std::string cuda_unavailable_reason();
 
-// The backend that owns p (host when none does).
+// The backend that owns p (host when none does). A pointer inside the sim
+// backend's address reservation maps to sim even when it is not live, so that
+// misuse is reported by sim rather than crashing in host code.
 Backend& backend_of(const void* p);
+
+// Free hooks: every backend's free() calls them (before the memory is released)
+// with the allocation's base and size, so that registration caches can drop stale
+// entries. Once remove_free_hook returns, the hook is not running and will not run.
+// A hook must not free memory nor add or remove hooks.
+using FreeHook = std::function<void(Kind kind, const void* base, size_t size)>;
+int add_free_hook(FreeHook hook);  // returns an id for remove_free_hook
+void remove_free_hook(int id);
+void notify_free(Kind kind, const void* base, size_t size);  // called by backends
 
 }  // namespace dccl::mem

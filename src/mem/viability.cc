@@ -1,0 +1,107 @@
+#include "mem/viability.hpp"
+
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+#include "core/error.hpp"
+#include "mem/fi_dmabuf_compat.hpp"
+
+namespace dccl::mem {
+
+namespace {
+
+std::string version_text(uint32_t v) {
+  return std::to_string(FI_MAJOR(v)) + "." + std::to_string(FI_MINOR(v));
+}
+
+Layer kernel_layer(bool emulated) {
+  if (emulated) return {"kernel dma-buf", true, "emulated: the sim backend exports a memfd"};
+  std::ifstream ks("/proc/kallsyms");
+  std::string line;
+  while (std::getline(ks, line))
+    if (line.find(" dma_buf_export") != std::string::npos) return {"kernel dma-buf", true, "dma_buf_export present"};
+  if (access("/sys/kernel/dmabuf", F_OK) == 0) return {"kernel dma-buf", true, "/sys/kernel/dmabuf present"};
+  return {"kernel dma-buf", false, "no dma-buf support found in /proc/kallsyms or /sys/kernel/dmabuf"};
+}
+
+// Which providers offer FI_HMEM for RDM tagged endpoints.
+Layer hmem_layer(const std::string& provider) {
+  fi_info* hints = fi_allocinfo();
+  hints->ep_attr->type = FI_EP_RDM;
+  hints->caps = FI_TAGGED | FI_MSG | FI_HMEM;
+  hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_HMEM | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+  if (!provider.empty()) hints->fabric_attr->prov_name = strdup(provider == "tcp" ? "tcp;ofi_rxm" : provider.c_str());
+  fi_info* info = nullptr;
+  int rc = fi_getinfo(fi_version(), nullptr, nullptr, 0, hints, &info);
+  fi_freeinfo(hints);
+  if (rc != 0 || !info)
+    return {"provider FI_HMEM", false,
+            "no provider" + (provider.empty() ? std::string() : " '" + provider + "'") + " offers FI_HMEM"};
+  std::string name = info->fabric_attr->prov_name;
+  fi_freeinfo(info);
+  return {"provider FI_HMEM", true, name + " offers FI_HMEM"};
+}
+
+}  // namespace
+
+bool fabric_has_dmabuf() { return fi_version() >= kDmabufMinVersion; }
+
+const Layer* first_failure(const std::vector<Layer>& layers) {
+  for (const auto& l : layers)
+    if (!l.pass) return &l;
+  return nullptr;
+}
+
+std::vector<Layer> check_viability(const std::string& kind, const std::string& provider) {
+  std::vector<Layer> out;
+  if (kind == "host") {
+    out.push_back({"host memory", true, "the transport reads host memory directly"});
+    return out;
+  }
+  const bool sim = kind == "sim";
+  out.push_back(kernel_layer(sim));
+  Backend* be = sim ? &sim_backend() : cuda_backend();
+  if (!be) {
+    out.push_back({"backend export", false, "cuda backend unavailable: " + cuda_unavailable_reason()});
+    return out;
+  }
+  // Trial export (and, for sim, the mapping the transport makes of it).
+  void* p = nullptr;
+  try {
+    p = be->alloc(4096);
+    DmaBuf d = be->export_dmabuf(p, 4096);
+    out.push_back({"backend export", true, std::string(be->name()) + " exported a dma-buf fd"});
+    if (sim) {
+      long page = sysconf(_SC_PAGESIZE);
+      uint64_t aligned = d.offset & ~static_cast<uint64_t>(page - 1);
+      void* m = mmap(nullptr, 4096 + (d.offset - aligned), PROT_READ | PROT_WRITE, MAP_SHARED, d.fd,
+                     static_cast<off_t>(aligned));
+      if (m == MAP_FAILED) {
+        out.push_back({"transport mapping", false, std::string("mmap of the dma-buf failed: ") + strerror(errno)});
+      } else {
+        munmap(m, 4096 + (d.offset - aligned));
+        out.push_back({"transport mapping", true,
+                       "the dma-buf is mapped and registered by the transport (libfabric " +
+                           version_text(fi_version()) + "; FI_MR_DMABUF not required)"});
+      }
+    }
+  } catch (const core::Error& e) {
+    out.push_back({"backend export", false, e.what()});
+  }
+  if (p) be->free(p);
+  if (!sim && first_failure(out) == nullptr) {
+    bool ok = fabric_has_dmabuf();
+    out.push_back({"libfabric >= 1.20", ok,
+                   "runtime " + version_text(fi_version()) + (ok ? "" : ": FI_MR_DMABUF needs 1.20")});
+    if (ok) out.push_back(hmem_layer(provider));
+  }
+  return out;
+}
+
+}  // namespace dccl::mem

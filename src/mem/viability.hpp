@@ -1,0 +1,25 @@
+// Is peer-direct possible for a memory kind on this node? Checked layer by layer,
+// each with pass/fail and the reason, for dccl-info and for the data-path choice.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "mem/backend.hpp"
+
+namespace dccl::mem {
+
+struct Layer {
+  std::string name;
+  bool pass = false;
+  std::string detail;
+};
+
+// kind_name: "sim" or "cuda" (or "host", always direct). provider: DCCL_PROVIDER value.
+std::vector<Layer> check_viability(const std::string& kind_name, const std::string& provider);
+// First failing layer, or nullptr when every layer passes.
+const Layer* first_failure(const std::vector<Layer>& layers);
+
+// libfabric at run time offers FI_MR_DMABUF (>= 1.20).
+bool fabric_has_dmabuf();
+
+}  // namespace dccl::mem

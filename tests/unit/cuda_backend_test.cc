@@ -1,0 +1,177 @@
+// The CUDA backend: skipped where the library was built without CUDA or the
+// machine has no device; otherwise round trips and every dtype x op reduction
+// against the host kernels.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "coll/reduce/reduce.hpp"
+#include "core/error.hpp"
+#include "core/types.hpp"
+#include "mem/backend.hpp"
+
+using namespace dccl;
+
+namespace {
+
+constexpr int64_t kWaitMs = 60000;
+
+mem::Backend* cuda_or_skip_reason(std::string* reason) {
+  mem::Backend* b = mem::cuda_backend();
+  if (!b) *reason = mem::cuda_unavailable_reason();
+  return b;
+}
+
+#define CUDA_BACKEND_OR_SKIP(var)                                   \
+  std::string skip_reason_;                                         \
+  mem::Backend* var = cuda_or_skip_reason(&skip_reason_);           \
+  if (!var) GTEST_SKIP() << "CUDA backend unavailable: " << skip_reason_
+
+double get(const std::vector<uint8_t>& v, size_t i, dcclDataType_t dt) {
+  const uint8_t* p = v.data() + i * core::dtype_size(dt);
+  auto rd = [p](auto x) { std::memcpy(&x, p, sizeof x); return x; };
+  switch (dt) {
+    case dcclInt8: return rd(int8_t{});
+    case dcclUint8: return rd(uint8_t{});
+    case dcclInt32: return rd(int32_t{});
+    case dcclUint32: return rd(uint32_t{});
+    case dcclInt64: return static_cast<double>(rd(int64_t{}));
+    case dcclUint64: return static_cast<double>(rd(uint64_t{}));
+    case dcclFloat16: return coll::half_to_float(rd(uint16_t{}));
+    case dcclBfloat16: return coll::bf16_to_float(rd(uint16_t{}));
+    case dcclFloat32: return rd(float{});
+    case dcclFloat64: return rd(double{});
+    default: return 0;
+  }
+}
+
+void put(std::vector<uint8_t>& v, size_t i, dcclDataType_t dt, double x) {
+  uint8_t* p = v.data() + i * core::dtype_size(dt);
+  auto wr = [p](auto y) { std::memcpy(p, &y, sizeof y); };
+  switch (dt) {
+    case dcclInt8: wr(static_cast<int8_t>(x)); break;
+    case dcclUint8: wr(static_cast<uint8_t>(x)); break;
+    case dcclInt32: wr(static_cast<int32_t>(x)); break;
+    case dcclUint32: wr(static_cast<uint32_t>(x)); break;
+    case dcclInt64: wr(static_cast<int64_t>(x)); break;
+    case dcclUint64: wr(static_cast<uint64_t>(x)); break;
+    case dcclFloat16: wr(coll::float_to_half(static_cast<float>(x))); break;
+    case dcclBfloat16: wr(coll::float_to_bf16(static_cast<float>(x))); break;
+    case dcclFloat32: wr(static_cast<float>(x)); break;
+    case dcclFloat64: wr(x); break;
+    default: break;
+  }
+}
+
+// Relative tolerance between the device and host kernels (0: bit exact).
+double tolerance(dcclDataType_t dt, dcclRedOp_t op) {
+  if (op != dcclAvg) return 0;  // the same operation rounded the same way
+  switch (dt) {
+    case dcclFloat16: return 1.0 / 1024;
+    case dcclBfloat16: return 1.0 / 128;
+    case dcclFloat32: return 1e-6;
+    case dcclFloat64: return 1e-14;
+    default: return 0;
+  }
+}
+
+}  // namespace
+
+TEST(CudaBackend, AllocOwnsRoundTrip) {
+  CUDA_BACKEND_OR_SKIP(b);
+  EXPECT_EQ(b->kind(), mem::Kind::Cuda);
+  for (size_t n : {size_t{1}, size_t{4097}, (size_t{1} << 20) + 3, size_t{8} << 20}) {
+    std::vector<uint8_t> src(n), out(n);
+    std::mt19937 rng(static_cast<uint32_t>(n));
+    for (auto& x : src) x = static_cast<uint8_t>(rng());
+    char* d1 = static_cast<char*>(b->alloc(n));
+    char* d2 = static_cast<char*>(b->alloc(n));
+    EXPECT_TRUE(b->owns(d1, n));
+    EXPECT_FALSE(b->owns(src.data()));
+    EXPECT_EQ(&mem::backend_of(d1), b);
+    void* base = nullptr;
+    size_t size = 0;
+    ASSERT_TRUE(b->range_of(d1 + n - 1, &base, &size));
+    EXPECT_EQ(base, d1);
+    EXPECT_GE(size, n);
+    b->copy_async(d1, src.data(), n);
+    b->copy_async(d2, d1, n);
+    mem::Ticket t = b->copy_async(out.data(), d2, n);
+    b->wait(t, kWaitMs);
+    EXPECT_TRUE(b->done(t));
+    EXPECT_EQ(0, std::memcmp(src.data(), out.data(), n)) << "size " << n;
+    b->wait(b->memset_async(d2, 0x3c, n), kWaitMs);
+    b->wait(b->copy_async(out.data(), d2, n), kWaitMs);
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], 0x3c);
+    b->free(d1);
+    b->free(d2);
+  }
+}
+
+TEST(CudaBackend, ReduceEveryDtypeAndOpMatchesHost) {
+  CUDA_BACKEND_OR_SKIP(b);
+  const size_t n = 100003;
+  for (int t = 0; t < dcclNumTypes; ++t) {
+    const auto dt = static_cast<dcclDataType_t>(t);
+    const size_t es = core::dtype_size(dt), bytes = n * es;
+    const bool is_unsigned = dt == dcclUint8 || dt == dcclUint32 || dt == dcclUint64;
+    for (int o = 0; o < dcclNumOps; ++o) {
+      const auto op = static_cast<dcclRedOp_t>(o);
+      std::vector<uint8_t> a(bytes), c(bytes), want(bytes), got(bytes);
+      std::mt19937 rng(t * 16 + o);
+      std::uniform_int_distribution<int> small(is_unsigned ? 0 : -8, 8);
+      for (size_t i = 0; i < n; ++i) {
+        put(a, i, dt, small(rng) + (i % 4) * 0.25);
+        put(c, i, dt, small(rng));
+      }
+      coll::reduce(want.data(), a.data(), c.data(), n, dt, op);
+      if (op == dcclAvg) coll::finish_avg(want.data(), n, dt, 2);
+
+      void* da = b->alloc(bytes);
+      void* dc = b->alloc(bytes);
+      b->copy_async(da, a.data(), bytes);
+      b->copy_async(dc, c.data(), bytes);
+      b->reduce_async(da, da, dc, n, dt, op);
+      if (op == dcclAvg) b->avg_async(da, n, dt, 2);
+      b->wait(b->copy_async(got.data(), da, bytes), kWaitMs);
+      const double tol = tolerance(dt, op);
+      for (size_t i = 0; i < n; ++i) {
+        const double w = get(want, i, dt), g = get(got, i, dt);
+        ASSERT_LE(std::fabs(w - g), tol * std::fabs(w))
+            << core::dtype_name(dt) << " " << core::op_name(op) << " i=" << i;
+      }
+      b->free(da);
+      b->free(dc);
+    }
+  }
+}
+
+TEST(CudaBackend, DmabufExportOrReason) {
+  CUDA_BACKEND_OR_SKIP(b);
+  const size_t n = size_t{4} << 20;
+  char* d = static_cast<char*>(b->alloc(n));
+  try {
+    mem::DmaBuf db = b->export_dmabuf(d + 100, 5000);
+    EXPECT_GE(db.fd, 0);
+    EXPECT_EQ(db.len, 5000u);
+    EXPECT_EQ(db.offset % 4096, 100u % 4096);
+  } catch (const core::Error& e) {
+    EXPECT_EQ(e.code(), dcclUnavailable) << e.what();
+    EXPECT_NE(std::string(e.what()), "");
+  }
+  b->free(d);
+}
+
+TEST(CudaBackend, UnavailableWithoutDevice) {
+  // Holds everywhere: either a backend, or a reason and no crash.
+  mem::Backend* b = mem::cuda_backend();
+  if (b) {
+    EXPECT_EQ(mem::cuda_unavailable_reason(), "");
+  } else {
+    EXPECT_FALSE(mem::cuda_unavailable_reason().empty());
+  }
+}
