@@ -30,15 +30,14 @@ void broadcast_chain(Ctx& c, const Args& a) {
       c.send(next, p, len * es, static_cast<uint32_t>(ch), sends[ch]);
     }
   } else {
-    std::vector<Xfer*> rp(C);
     for (int ch = 0; ch < C; ++ch) {
       size_t len;
       char* p = const_cast<char*>(at(a.recv, ch, &len));
       c.recv(prev, p, len * es, static_cast<uint32_t>(ch), recvs[ch]);
-      rp[ch] = &recvs[ch];
     }
-    for (int done = 0; done < C; ++done) {
-      int ch = static_cast<int>(c.wait_any(rp.data(), rp.size()));
+    // In chunk order, so every link carries its messages in one order (see ring_pipeline).
+    for (int ch = 0; ch < C; ++ch) {
+      c.wait(recvs[ch]);
       if (next < 0) continue;
       size_t len;
       const char* p = at(a.recv, ch, &len);

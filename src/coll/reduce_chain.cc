@@ -37,15 +37,13 @@ void reduce_chain(Ctx& c, const Args& a) {
   char* in = static_cast<char*>(c.scratch(a.count * es));
   char* acc = root ? static_cast<char*>(a.recv) : static_cast<char*>(c.scratch(a.count * es));
   std::vector<Xfer> recvs(C), sends(root ? 0 : C);
-  std::vector<Xfer*> rp(C);
   for (int ch = 0; ch < C; ++ch) {
     size_t off, len;
     range(ch, &off, &len);
     c.recv(down, in + off * es, len * es, static_cast<uint32_t>(ch), recvs[ch]);
-    rp[ch] = &recvs[ch];
   }
-  for (int done = 0; done < C; ++done) {
-    int ch = static_cast<int>(c.wait_any(rp.data(), rp.size()));
+  for (int ch = 0; ch < C; ++ch) {  // in chunk order (see ring_pipeline)
+    c.wait(recvs[ch]);
     size_t off, len;
     range(ch, &off, &len);
     c.reduce(acc + off * es, sb + off * es, in + off * es, len);

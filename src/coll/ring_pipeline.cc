@@ -29,8 +29,6 @@ void RingPipeline::run(Ctx& c, int next, int prev) const {
   if (T <= 0) return;
   std::vector<Xfer> sends(static_cast<size_t>(T) * C);
   std::vector<Xfer> recvs(static_cast<size_t>(C));
-  std::vector<int> step_of(static_cast<size_t>(C), 0);
-  std::vector<Xfer*> rptr(static_cast<size_t>(C));
   auto sx = [&](int t, int ch) -> Xfer& { return sends[static_cast<size_t>(t) * C + ch]; };
   auto tag = [&](int t, int ch) { return static_cast<uint32_t>(t * C + ch); };
   auto guard = [&](const std::function<int(int)>& f, int t, int ch) {
@@ -42,25 +40,24 @@ void RingPipeline::run(Ctx& c, int next, int prev) const {
   for (int ch = 0; ch < C; ++ch) {
     guard(recv_after_send_of, 0, ch);
     c.recv(prev, recv_ptr(0, ch), bytes(0, ch), tag(0, ch), recvs[ch]);
-    rptr[ch] = &recvs[ch];
   }
   for (int ch = 0; ch < C; ++ch) c.send(next, send_ptr(0, ch), bytes(0, ch), tag(0, ch), sx(0, ch));
 
-  int remaining = C;
-  while (remaining > 0) {
-    int ch = static_cast<int>(c.wait_any(rptr.data(), rptr.size()));
-    int t = step_of[ch];
-    if (on_recv) {
-      guard(on_recv_after_send_of, t, ch);
-      on_recv(t, ch);
-    }
-    if (t + 1 < T) {
-      step_of[ch] = t + 1;
-      c.send(next, send_ptr(t + 1, ch), bytes(t + 1, ch), tag(t + 1, ch), sx(t + 1, ch));
-      guard(recv_after_send_of, t + 1, ch);
-      c.recv(prev, recv_ptr(t + 1, ch), bytes(t + 1, ch), tag(t + 1, ch), recvs[ch]);
-    } else {
-      --remaining;
+  // Chunks are handled in (step, chunk) order on every rank, so each link sees its
+  // sends and receives in the same order: a staged data path with a few bounce slots
+  // per peer then behaves as a FIFO pipe and cannot deadlock.
+  for (int t = 0; t < T; ++t) {
+    for (int ch = 0; ch < C; ++ch) {
+      c.wait(recvs[ch]);
+      if (on_recv) {
+        guard(on_recv_after_send_of, t, ch);
+        on_recv(t, ch);
+      }
+      if (t + 1 < T) {
+        c.send(next, send_ptr(t + 1, ch), bytes(t + 1, ch), tag(t + 1, ch), sx(t + 1, ch));
+        guard(recv_after_send_of, t + 1, ch);
+        c.recv(prev, recv_ptr(t + 1, ch), bytes(t + 1, ch), tag(t + 1, ch), recvs[ch]);
+      }
     }
   }
   c.wait_all(sends.data(), sends.size());
