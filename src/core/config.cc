@@ -13,6 +13,9 @@ uint64_t parse_bytes(const std::string& text, const char* what) {
   errno = 0;
   char* end = nullptr;
   if (text[0] == '-') raise(dcclInvalidArgument, std::string(what) + ": negative size '" + text + "'");
+  // strtoull skips blanks and accepts a sign, so " -5" would become 2^64-5: insist on a digit.
+  if (text[0] < '0' || text[0] > '9')
+    raise(dcclInvalidArgument, std::string(what) + ": not a size '" + text + "'");
   unsigned long long v = strtoull(text.c_str(), &end, 10);
   if (end == text.c_str() || errno == ERANGE)
     raise(dcclInvalidArgument, std::string(what) + ": not a size '" + text + "'");
