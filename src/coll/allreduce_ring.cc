@@ -45,6 +45,11 @@ void allreduce_ring(Ctx& c, const Args& a) {
     range(block_of(t, true), ch, &off, &len);
     return len * es;
   };
+  p.recv_bytes = [&](int t, int ch) {
+    size_t off, len;
+    range(block_of(t, false), ch, &off, &len);
+    return len * es;
+  };
   p.send_ptr = [&](int t, int ch) -> const void* {
     size_t off, len;
     range(block_of(t, true), ch, &off, &len);

@@ -31,6 +31,7 @@ void RingPipeline::run(Ctx& c, int next, int prev) const {
   std::vector<Xfer> recvs(static_cast<size_t>(C));
   auto sx = [&](int t, int ch) -> Xfer& { return sends[static_cast<size_t>(t) * C + ch]; };
   auto tag = [&](int t, int ch) { return static_cast<uint32_t>(t * C + ch); };
+  auto rbytes = [&](int t, int ch) { return recv_bytes ? recv_bytes(t, ch) : bytes(t, ch); };
   auto guard = [&](const std::function<int(int)>& f, int t, int ch) {
     if (!f) return;
     int ts = f(t);
@@ -39,7 +40,7 @@ void RingPipeline::run(Ctx& c, int next, int prev) const {
 
   for (int ch = 0; ch < C; ++ch) {
     guard(recv_after_send_of, 0, ch);
-    c.recv(prev, recv_ptr(0, ch), bytes(0, ch), tag(0, ch), recvs[ch]);
+    c.recv(prev, recv_ptr(0, ch), rbytes(0, ch), tag(0, ch), recvs[ch]);
   }
   for (int ch = 0; ch < C; ++ch) c.send(next, send_ptr(0, ch), bytes(0, ch), tag(0, ch), sx(0, ch));
 
@@ -56,7 +57,7 @@ void RingPipeline::run(Ctx& c, int next, int prev) const {
       if (t + 1 < T) {
         c.send(next, send_ptr(t + 1, ch), bytes(t + 1, ch), tag(t + 1, ch), sx(t + 1, ch));
         guard(recv_after_send_of, t + 1, ch);
-        c.recv(prev, recv_ptr(t + 1, ch), bytes(t + 1, ch), tag(t + 1, ch), recvs[ch]);
+        c.recv(prev, recv_ptr(t + 1, ch), rbytes(t + 1, ch), tag(t + 1, ch), recvs[ch]);
       }
     }
   }

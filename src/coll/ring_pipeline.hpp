@@ -12,8 +12,10 @@ namespace dccl::coll {
 struct RingPipeline {
   int steps = 0;   // ring steps
   int chunks = 1;  // chunks per block
-  // Bytes of chunk ch at step t (same on sender and receiver).
+  // Bytes of chunk ch this rank sends / receives at step t (the receiver's recv_bytes
+  // equals the sender's bytes for the same step and chunk).
   std::function<size_t(int t, int ch)> bytes;
+  std::function<size_t(int t, int ch)> recv_bytes;  // empty: same as bytes
   std::function<const void*(int t, int ch)> send_ptr;
   std::function<void*(int t, int ch)> recv_ptr;
   // Called when chunk ch of step t has arrived (e.g. reduce it). May be empty.
