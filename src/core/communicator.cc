@@ -31,20 +31,33 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   to.provider = cfg_.provider;
   to.spin_us = cfg_.spin_us;
   to.timeout = timeout;
+  // Every message is cut at the staging slot size, whatever path each end takes.
+  to.max_part_bytes = cfg_.staging_slot_bytes;
   net_ = net::Transport::create(to);
   std::vector<std::string> hosts = boot_->allgather(hostname());
   bool same_host = true;
   for (const auto& h : hosts) same_host = same_host && h == hosts[static_cast<size_t>(rank)];
   net_->connect(boot_->allgather(net_->local_blob()));
   provider_ = net_->provider_summary();
+  check_same_settings();
 
   tuner_ = std::make_unique<tune::Tuner>(cfg_.algo, cfg_.chunk_bytes, same_host);
-  host_scratch_ = std::make_unique<coll::ScratchPool>(mem::host_backend());
+  mem::PathOptions po;
+  po.rank = rank;
+  po.nranks = nranks;
+  po.mode = cfg_.peer_direct;
+  po.provider = cfg_.provider;
+  po.slot_bytes = cfg_.staging_slot_bytes;
+  po.slots = static_cast<int>(cfg_.staging_slots);
+  po.cache_bytes = cfg_.reg_cache_bytes;
+  mem::PathCounters pc{&stats_.sent_direct, &stats_.recv_direct, &stats_.relayed_host, &stats_.host_copies,
+                       &stats_.allocations};
+  paths_ = std::make_unique<mem::PathChooser>(*net_, po, pc);
   res_.rank = rank;
   res_.nranks = nranks;
   res_.net = net_.get();
   res_.tuner = tuner_.get();
-  res_.host_scratch = host_scratch_.get();
+  res_.paths = paths_.get();
   res_.stats = &stats_;
   res_.spin_us = cfg_.spin_us;
   res_.timeout_ms = cfg_.timeout_s * 1000;
@@ -55,7 +68,7 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
 
 Communicator::~Communicator() {
   if (cfg_.stats) {
-    dcclStats_t s = stats_.snapshot();
+    dcclStats_t s = stats();
     fprintf(stderr,
             "DCCL stats rank %d: ops %" PRIu64 " sent_direct %" PRIu64 " recv_direct %" PRIu64
             " relayed_host %" PRIu64 " host_copies %" PRIu64 " registrations %" PRIu64
@@ -63,10 +76,35 @@ Communicator::~Communicator() {
             rank_, s.ops, s.bytesSentDirect, s.bytesRecvDirect, s.bytesRelayedHost, s.hostCopies,
             s.registrations, s.regCacheHits, s.regCacheMisses, s.allocations);
   }
-  // Scratch before the transport, transport before the store it was found through.
-  host_scratch_.reset();
+  // Scratch and paths before the transport, transport before the store.
+  for (auto& p : res_.scratch) p.reset();
+  paths_.reset();
   net_.reset();
   boot_.reset();
+}
+
+dcclStats_t Communicator::stats() const {
+  dcclStats_t s = stats_.snapshot();
+  if (paths_) {
+    mem::RegCacheStats c = paths_->cache_stats();
+    s.registrations += c.registrations;
+    s.regCacheHits += c.hits;
+    s.regCacheMisses += c.misses;
+  }
+  for (const auto& p : res_.scratch)
+    if (p) s.allocations += p->allocations();
+  return s;
+}
+
+// Settings that shape the wire must agree, or ranks would wait on each other forever.
+void Communicator::check_same_settings() {
+  std::string mine = "DCCL_STAGING_SLOT_BYTES=" + std::to_string(cfg_.staging_slot_bytes) +
+                     " DCCL_CHUNK_BYTES=" + std::to_string(cfg_.chunk_bytes) + " DCCL_ALGO='" + cfg_.algo + "'";
+  std::vector<std::string> all = boot_->allgather(mine);
+  for (size_t r = 0; r < all.size(); ++r)
+    if (all[r] != mine)
+      raise(dcclInvalidUsage, describe(rank_, "init", "settings differ between ranks: this rank has " + mine +
+                                                          ", rank " + std::to_string(r) + " has " + all[r]));
 }
 
 uint64_t Communicator::next_p2p_tag(int peer, bool is_send) {

@@ -43,11 +43,12 @@ class Communicator {
   bool aborted() const { return aborted_.load(); }
   dcclResult_t async_error() const { return async_code_.load(); }
   std::string async_error_text() const;
-  dcclStats_t stats() const { return stats_.snapshot(); }
+  dcclStats_t stats() const;
 
  private:
   void run_ticket(uint64_t ticket, const std::vector<sched::Op>& ops);
   void record_error(const Error& e);
+  void check_same_settings();
 
   Config cfg_;
   int rank_, nranks_;
@@ -55,7 +56,7 @@ class Communicator {
   std::unique_ptr<boot::Bootstrap> boot_;
   std::unique_ptr<net::Transport> net_;
   std::unique_ptr<tune::Tuner> tuner_;
-  std::unique_ptr<coll::ScratchPool> host_scratch_;
+  std::unique_ptr<mem::PathChooser> paths_;
   sched::Stats stats_;
   sched::Resources res_;
 

@@ -12,6 +12,7 @@
   X(peer_direct, "DCCL_PEER_DIRECT", Str, "auto", "auto: direct where viable; 1: require direct; 0: force host staging") \
   X(staging_slot_bytes, "DCCL_STAGING_SLOT_BYTES", Bytes, "1M", "Size of one host bounce slot")   \
   X(staging_slots, "DCCL_STAGING_SLOTS", Int, "4", "Host bounce slots per peer (at least 2)")     \
+  X(reg_cache_bytes, "DCCL_REG_CACHE_BYTES", Bytes, "8G", "Bound on memory kept registered by the peer-direct registration cache (LRU eviction)") \
   X(stats, "DCCL_STATS", Bool, "0", "Print the communicator's data-path statistics at destroy")  \
   X(check, "DCCL_CHECK", Bool, "0", "Check every operation's signature across ranks")           \
   X(spin_us, "DCCL_SPIN_US", Int, "50", "Microseconds to poll a completion queue before yielding") \

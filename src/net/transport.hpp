@@ -39,6 +39,8 @@ struct TransportOptions {
   std::string provider;     // "" = automatic per peer; else e.g. "shm", "tcp", "tcp;ofi_rxm"
   int64_t spin_us = 50;     // busy-poll this long before yielding/blocking
   std::chrono::milliseconds timeout{600000};
+  size_t max_part_bytes = 0;  // > 0: split messages above this size (tests); 0: provider limit
+  std::string host;           // "" = gethostname(); tests set it to emulate several hosts
 };
 
 class Transport {
@@ -69,8 +71,15 @@ class Transport {
     Request* p = &r;
     wait(&p, 1, what);
   }
-  // Cancels everything in flight (abort).
+  // Cancels everything in flight (abort). Every pending Request is marked done+failed
+  // ("cancelled") and is never touched again, so it may be freed afterwards (buffers of
+  // sends may still be read by the provider until the transport is destroyed).
   virtual void cancel_all() = 0;
+
+  // Registers [buf, buf+len) with every endpoint in use (call after connect()); pass the
+  // result as `mr` to isend/irecv. Host memory works without it. nullptr: not needed/offered.
+  virtual MemRegion* register_memory(const void* /*buf*/, size_t /*len*/) { return nullptr; }
+  virtual void deregister_memory(MemRegion* /*mr*/) {}
 };
 
 }  // namespace dccl::net

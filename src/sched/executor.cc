@@ -40,8 +40,13 @@ AlgoFn pick(Coll c, Algo a) {
   return nullptr;
 }
 
-coll::CtxInit base_init(Resources& res, const Op& op) {
+coll::CtxInit base_init(Resources& res, const Op& op, const std::string& name) {
   coll::CtxInit in;
+  mem::PathSel sel = res.paths->select(op.send, op.recv, name);
+  in.path = sel.path;
+  in.backend = sel.backend;
+  in.scratch = &res.scratch_for(*sel.backend);
+  in.name = name;
   in.net = res.net;
   in.rank = res.rank;
   in.nranks = res.nranks;
@@ -50,8 +55,6 @@ coll::CtxInit base_init(Resources& res, const Op& op) {
   in.op = op.op;
   in.spin_us = res.spin_us;
   in.timeout_ms = res.timeout_ms;
-  in.scratch = res.host_scratch;
-  in.backend = &res.host_scratch->backend();
   return in;
 }
 
@@ -63,46 +66,47 @@ void account(Resources& res, const Op& op, size_t bytes) {
 
 }  // namespace
 
+coll::ScratchPool& Resources::scratch_for(mem::Backend& be) {
+  auto& p = scratch[static_cast<int>(be.kind())];
+  if (!p) p = std::make_unique<coll::ScratchPool>(be);
+  return *p;
+}
+
 void execute(Resources& res, const std::vector<Op>& ops) {
   // Point-to-point calls of the group are posted together, so that matching
   // send/recv pairs between two ranks can never wait on each other.
   std::vector<const Op*> p2p;
   for (const Op& op : ops)
     if (op.coll == Coll::SendRecv) p2p.push_back(&op);
-  std::unique_ptr<coll::Ctx> pctx;
+  std::vector<std::unique_ptr<coll::Ctx>> pctx;
   std::vector<coll::Xfer> xfers(p2p.size());
-  if (!p2p.empty()) {
-    coll::CtxInit in = base_init(res, *p2p.front());
-    in.name = p2p.size() == 1 ? std::string(p2p[0]->is_send ? "send" : "recv") + " with rank " +
-                                    std::to_string(p2p[0]->peer)
-                              : "group of " + std::to_string(p2p.size()) + " send/recv";
-    pctx = std::make_unique<coll::Ctx>(in);
-    for (size_t i = 0; i < p2p.size(); ++i) {
-      const Op& op = *p2p[i];
-      size_t bytes = op.count * core::dtype_size(op.dt);
-      if (op.is_send)
-        pctx->send_tagged(op.peer, op.send, bytes, op.p2p_tag, xfers[i]);
-      else
-        pctx->recv_tagged(op.peer, op.recv, bytes, op.p2p_tag, xfers[i]);
-    }
+  for (size_t i = 0; i < p2p.size(); ++i) {
+    const Op& op = *p2p[i];
+    std::string name = std::string(op.is_send ? "send to" : "recv from") + " rank " + std::to_string(op.peer) +
+                       " (" + std::to_string(op.count) + " x " + core::dtype_name(op.dt) + ")";
+    pctx.push_back(std::make_unique<coll::Ctx>(base_init(res, op, name)));
+    size_t bytes = op.count * core::dtype_size(op.dt);
+    if (op.is_send)
+      pctx[i]->send_tagged(op.peer, op.send, bytes, op.p2p_tag, xfers[i]);
+    else
+      pctx[i]->recv_tagged(op.peer, op.recv, bytes, op.p2p_tag, xfers[i]);
   }
   for (const Op& op : ops) {
     if (op.coll == Coll::SendRecv) continue;
     tune::Choice ch = res.tuner->choose(op.coll, tuning_bytes(op, res.nranks), res.nranks);
-    coll::CtxInit in = base_init(res, op);
+    std::string name = std::string(tune::coll_name(op.coll)) + " #" + std::to_string(op.seq) + " (" +
+                       tune::algo_name(ch.algo) + ", " + std::to_string(op.count) + " x " + core::dtype_name(op.dt) + ")";
+    coll::CtxInit in = base_init(res, op, name);
     in.chunk_bytes = ch.chunk_bytes;
-    in.name = std::string(tune::coll_name(op.coll)) + " #" + std::to_string(op.seq) + " (" +
-              tune::algo_name(ch.algo) + ", " + std::to_string(op.count) + " x " +
-              core::dtype_name(op.dt) + ")";
-    DCCL_TRACE("%s start", in.name.c_str());
+    DCCL_TRACE("%s start", name.c_str());
     coll::Ctx ctx(in);
     coll::Args args{op.send, op.recv, op.count, op.root};
     pick(op.coll, ch.algo)(ctx, args);
     account(res, op, op.count * core::dtype_size(op.dt));
   }
-  if (pctx) {
-    pctx->wait_all(xfers.data(), xfers.size());
-    for (const Op* op : p2p) account(res, *op, op->count * core::dtype_size(op->dt));
+  for (size_t i = 0; i < p2p.size(); ++i) {
+    pctx[i]->wait(xfers[i]);
+    account(res, *p2p[i], p2p[i]->count * core::dtype_size(p2p[i]->dt));
   }
 }
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "coll/scratch.hpp"
+#include "mem/path_choice.hpp"
 #include "net/transport.hpp"
 #include "sched/op.hpp"
 #include "sched/stats.hpp"
@@ -16,8 +17,11 @@ struct Resources {
   int rank = 0, nranks = 1;
   net::Transport* net = nullptr;
   const tune::Tuner* tuner = nullptr;
-  coll::ScratchPool* host_scratch = nullptr;
+  mem::PathChooser* paths = nullptr;
   Stats* stats = nullptr;
+  // Scratch per memory kind (host, sim, cuda), made on first use and kept.
+  std::unique_ptr<coll::ScratchPool> scratch[3];
+  coll::ScratchPool& scratch_for(mem::Backend& be);
   int64_t spin_us = 50;
   int64_t timeout_ms = 600000;
 };

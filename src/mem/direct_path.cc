@@ -1,0 +1,102 @@
+#include "mem/direct_path.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+
+namespace dccl::mem {
+
+namespace {
+
+// One mapped and registered dma-buf range; the deleter undoes both.
+struct Mapping {
+  void* addr = nullptr;      // where device address dev_base is seen
+  const char* dev_base = nullptr;
+  void* map = nullptr;       // the page-aligned mapping itself
+  size_t len = 0;
+  net::MemRegion* mr = nullptr;
+  net::Transport* net = nullptr;
+  ~Mapping() {
+    if (mr) net->deregister_memory(mr);
+    if (map) munmap(map, len);
+  }
+};
+
+char g_zero[8];
+
+}  // namespace
+
+DirectPath::DirectPath(net::Transport& net, int rank, size_t cache_bytes, PathCounters counters)
+    : net_(net), rank_(rank), ctr_(counters), cache_(cache_bytes) {
+  hook_ = add_free_hook([this](Kind kind, const void* base, size_t size) { cache_.invalidate(kind, base, size); });
+}
+
+DirectPath::~DirectPath() { remove_free_hook(hook_); }
+
+void* DirectPath::reach(const void* p, size_t bytes, Xfer& x, net::MemRegion** mr) {
+  Backend& be = backend_of(p);
+  void* base = nullptr;
+  size_t size = 0;
+  if (!be.range_of(p, &base, &size) || static_cast<const char*>(p) + bytes > static_cast<char*>(base) + size)
+    core::raise(dcclInvalidArgument,
+                core::describe(rank_, "peer-direct", std::string("buffer is not inside one live ") + be.name() +
+                                                         " allocation"));
+  // Export the allocation, map the dma-buf (whole pages, as a NIC would) and register it.
+  auto reg = [&](const RegRange& range) -> RegCache::Handle {
+    DmaBuf d = be.export_dmabuf(base, size);
+    const uint64_t lead = reinterpret_cast<uintptr_t>(base) - range.start;  // base's offset in its page
+    if (d.offset < lead)
+      core::raise(dcclInternalError, core::describe(rank_, "peer-direct", "dma-buf offset is not page-consistent"));
+    auto m = std::make_shared<Mapping>();
+    m->len = range.len();
+    void* a = mmap(nullptr, m->len, PROT_READ | PROT_WRITE, MAP_SHARED, d.fd, static_cast<off_t>(d.offset - lead));
+    if (a == MAP_FAILED)
+      core::raise(dcclSystemError, core::describe(rank_, "peer-direct", std::string("mapping the dma-buf failed: ") +
+                                                                             strerror(errno)));
+    m->map = a;
+    m->addr = static_cast<char*>(a) + lead;
+    m->dev_base = static_cast<const char*>(base);
+    m->net = &net_;
+    m->mr = net_.register_memory(a, m->len);
+    DCCL_TRACE("peer-direct: registered %s range of %zu bytes (dma-buf fd %d)", be.name(), m->len, d.fd);
+    return m;
+  };
+  // The reference keeps the mapping alive until the transfer completes.
+  auto* ref = new RegCache::Ref(cache_.acquire(be.kind(), base, size, -1, reg));
+  x.path_state = ref;
+  auto* m = static_cast<Mapping*>(ref->handle().get());
+  *mr = m->mr;
+  return static_cast<char*>(m->addr) + (static_cast<const char*>(p) - m->dev_base);
+}
+
+void DirectPath::post_send(int peer, const void* p, size_t bytes, uint64_t tag, Xfer& x) {
+  x.path_state = nullptr;
+  net::MemRegion* mr = nullptr;
+  const void* at = bytes ? reach(p, bytes, x, &mr) : g_zero;
+  net_.isend(peer, at, bytes, tag, &x.req, mr);
+  ctr_.sent_direct->fetch_add(bytes, std::memory_order_relaxed);
+}
+
+void DirectPath::post_recv(int peer, void* p, size_t bytes, uint64_t tag, Xfer& x) {
+  x.path_state = nullptr;
+  net::MemRegion* mr = nullptr;
+  void* at = bytes ? reach(p, bytes, x, &mr) : g_zero;
+  net_.irecv(peer, at, bytes, tag, &x.req, mr);
+  ctr_.recv_direct->fetch_add(bytes, std::memory_order_relaxed);
+}
+
+bool DirectPath::progress(Xfer& x) {
+  if (!x.req.done.load(std::memory_order_acquire)) return false;
+  delete static_cast<RegCache::Ref*>(x.path_state);
+  x.path_state = nullptr;
+  if (x.req.failed)
+    throw core::Error(dcclRemoteError, core::describe(rank_, "peer-direct transfer", x.req.error));
+  return true;
+}
+
+}  // namespace dccl::mem

@@ -1,0 +1,43 @@
+// Direct (peer-direct) data path: the transport reaches device memory through the
+// backend's dma-buf. Each allocation is exported once, mapped by the transport (as
+// a NIC maps a dma-buf) and registered; the registration cache keeps it until the
+// memory is freed through DirectCCL or the cache bound evicts it. No host copies.
+#pragma once
+#include <atomic>
+#include <memory>
+
+#include "mem/backend.hpp"
+#include "mem/datapath.hpp"
+#include "mem/reg_cache.hpp"
+
+namespace dccl::mem {
+
+struct PathCounters {
+  std::atomic<uint64_t>* sent_direct = nullptr;
+  std::atomic<uint64_t>* recv_direct = nullptr;
+  std::atomic<uint64_t>* relayed_host = nullptr;
+  std::atomic<uint64_t>* host_copies = nullptr;
+  std::atomic<uint64_t>* allocations = nullptr;
+};
+
+class DirectPath : public DataPath {
+ public:
+  DirectPath(net::Transport& net, int rank, size_t cache_bytes, PathCounters counters);
+  ~DirectPath() override;
+  void post_send(int peer, const void* p, size_t bytes, uint64_t tag, Xfer& x) override;
+  void post_recv(int peer, void* p, size_t bytes, uint64_t tag, Xfer& x) override;
+  bool progress(Xfer& x) override;
+  RegCacheStats cache_stats() const { return cache_.stats(); }
+
+ private:
+  // Transport-visible address of device pointer p (mapping it on first use).
+  void* reach(const void* p, size_t bytes, Xfer& x, net::MemRegion** mr);
+
+  net::Transport& net_;
+  int rank_;
+  PathCounters ctr_;
+  RegCache cache_;
+  int hook_ = -1;
+};
+
+}  // namespace dccl::mem

@@ -1,0 +1,56 @@
+// Chooses, per operation, how the transport reaches its buffers: host memory as
+// is; device memory direct (peer-direct) or staged, by DCCL_PEER_DIRECT and the
+// viability layers. The decision is made once per memory kind per communicator;
+// `auto` falling back to staging logs the failed layer once at INFO.
+#pragma once
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "mem/backend.hpp"
+#include "mem/direct_path.hpp"
+#include "mem/staged_path.hpp"
+
+namespace dccl::mem {
+
+struct PathOptions {
+  int rank = 0, nranks = 1;
+  std::string mode = "auto";  // DCCL_PEER_DIRECT: auto | 1 | 0
+  std::string provider;
+  size_t slot_bytes = 1 << 20;
+  int slots = 4;
+  size_t cache_bytes = 0;
+};
+
+struct PathSel {
+  DataPath* path = nullptr;  // null: host memory, no path needed
+  Backend* backend = nullptr;
+  bool direct = true;
+};
+
+class PathChooser {
+ public:
+  PathChooser(net::Transport& net, const PathOptions& opts, PathCounters counters);
+  ~PathChooser();
+  // a, b: the operation's buffers (either may be null). Throws core::Error for
+  // buffers of different kinds, or with DCCL_PEER_DIRECT=1 naming the failed layer.
+  PathSel select(const void* a, const void* b, const std::string& opname);
+  RegCacheStats cache_stats() const;
+  // Why `kind` goes staged ("" when direct or not decided yet).
+  std::string staged_reason(Kind kind) const;
+
+ private:
+  struct Decision {
+    bool decided = false, direct = false;
+    std::string reason;
+  };
+  net::Transport& net_;
+  PathOptions opts_;
+  PathCounters ctr_;
+  Decision decisions_[3];
+  std::unique_ptr<DirectPath> direct_;
+  std::unique_ptr<StagedPath> staged_;
+  mutable std::mutex mu_;
+};
+
+}  // namespace dccl::mem

@@ -1,0 +1,283 @@
+#include <atomic>
+#include "net/endpoint.hpp"
+
+#include <rdma/fi_cm.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+
+namespace dccl::net {
+
+namespace {
+
+std::string fi_err(const char* call, int rc) {
+  return std::string(call) + ": " + fi_strerror(rc < 0 ? -rc : rc);
+}
+
+constexpr size_t kBatch = 16;    // CQ entries per fi_cq_read
+constexpr int kMaxBatches = 8;   // batches per progress pass
+
+}  // namespace
+
+void* MemRegion::desc_for(const Endpoint* ep) const {
+  for (const auto& [e, mr] : regs)
+    if (e == ep) return fi_mr_desc(mr.get());
+  return nullptr;
+}
+
+Endpoint::Endpoint(const std::string& provider, ProviderInfo pi, int rank, int nranks,
+                   size_t part_cap)
+    : provider_(provider), rank_(rank), mr_local_(pi.mr_local), info_(std::move(pi.info)) {
+  auto fail = [&](const char* call, int rc) {
+    core::raise(dcclUnavailable,
+                core::describe(rank_, "open provider " + provider_, fi_err(call, rc)));
+  };
+  int rc = fi_fabric(info_->fabric_attr, fabric_.out(), nullptr);
+  if (rc) fail("fi_fabric", rc);
+  rc = fi_domain(fabric_.get(), info_.get(), domain_.out(), nullptr);
+  if (rc) fail("fi_domain", rc);
+
+  fi_av_attr av_attr{};
+  av_attr.type = FI_AV_UNSPEC;
+  av_attr.count = static_cast<size_t>(std::max(nranks, 1));
+  rc = fi_av_open(domain_.get(), &av_attr, av_.out(), nullptr);
+  if (rc) fail("fi_av_open", rc);
+
+  fi_cq_attr cq_attr{};
+  cq_attr.format = FI_CQ_FORMAT_TAGGED;
+  cq_attr.wait_obj = FI_WAIT_NONE;  // we poll; see Transport::wait for the yield policy
+  rc = fi_cq_open(domain_.get(), &cq_attr, cq_.out(), nullptr);
+  if (rc) fail("fi_cq_open", rc);
+
+  rc = fi_endpoint(domain_.get(), info_.get(), ep_.out(), nullptr);
+  if (rc) fail("fi_endpoint", rc);
+  rc = fi_ep_bind(ep_.get(), &av_.get()->fid, 0);
+  if (rc) fail("fi_ep_bind(av)", rc);
+  rc = fi_ep_bind(ep_.get(), &cq_.get()->fid, FI_TRANSMIT | FI_RECV);
+  if (rc) fail("fi_ep_bind(cq)", rc);
+  rc = fi_enable(ep_.get());
+  if (rc) fail("fi_enable", rc);
+
+  std::string name(64, '\0');
+  size_t len = name.size();
+  rc = fi_getname(&ep_.get()->fid, name.data(), &len);
+  if (rc == -FI_ETOOSMALL) {
+    name.resize(len);
+    rc = fi_getname(&ep_.get()->fid, name.data(), &len);
+  }
+  if (rc) fail("fi_getname", rc);
+  name.resize(len);
+  address_ = std::move(name);
+
+  max_part_ = info_->ep_attr->max_msg_size;
+  if (part_cap > 0) max_part_ = std::min(max_part_, part_cap);
+  if (max_part_ == 0) max_part_ = 1;
+}
+
+Endpoint::~Endpoint() {
+  ep_.reset();  // no completion can arrive after this
+  std::lock_guard<std::mutex> lk(mu_);
+  while (head_) {
+    Op* op = head_;
+    head_ = op->next;
+    delete op;
+  }
+  for (Op* op : free_) delete op;
+}
+
+fi_addr_t Endpoint::insert(const std::string& addr, int peer) {
+  std::lock_guard<std::mutex> lk(mu_);
+  fi_addr_t fa = FI_ADDR_UNSPEC;
+  int rc = fi_av_insert(av_.get(), addr.data(), 1, &fa, 0, nullptr);
+  if (rc != 1)
+    core::raise(dcclSystemError,
+                core::describe(rank_, "connect", "fi_av_insert of rank " + std::to_string(peer) +
+                                                     " on " + provider_ + " failed (" +
+                                                     fi_strerror(rc < 0 ? -rc : FI_EINVAL) + ")"));
+  return fa;
+}
+
+Fid<fid_mr> Endpoint::register_buffer(const void* buf, size_t len) {
+  std::lock_guard<std::mutex> lk(mu_);
+  Fid<fid_mr> mr;
+  // Providers that do not pick keys themselves need a unique requested key.
+  static std::atomic<uint64_t> next_key{1};
+  int rc = fi_mr_reg(domain_.get(), buf, len, FI_SEND | FI_RECV, 0, next_key.fetch_add(1), 0, mr.out(), nullptr);
+  if (rc)
+    core::raise(dcclSystemError, core::describe(rank_, "register memory on " + provider_,
+                                                fi_err("fi_mr_reg", rc)));
+  return mr;
+}
+
+void Endpoint::close_buffer(Fid<fid_mr>& mr) {
+  std::lock_guard<std::mutex> lk(mu_);
+  mr.reset();
+}
+
+Op* Endpoint::alloc_op() {
+  if (free_.empty()) return new Op();
+  Op* op = free_.back();
+  free_.pop_back();
+  return op;
+}
+
+void Endpoint::free_op(Op* op) {
+  op->mr.reset();
+  op->req = nullptr;
+  op->prev = op->next = nullptr;
+  free_.push_back(op);
+}
+
+void Endpoint::post(bool send, fi_addr_t addr, void* buf, size_t len, uint64_t tag, void* desc,
+                    Request* req, Clock::time_point deadline,
+                    const std::function<void()>& stall) {
+  const size_t parts = len == 0 ? 1 : 1 + (len - 1) / max_part_;  // no overflow at SIZE_MAX
+  std::unique_lock<std::mutex> lk(mu_);
+  // Set before the first post: early parts may complete while later ones are posted.
+  req->pending_parts = static_cast<int>(parts);
+  char* p = static_cast<char*>(buf);
+  for (size_t i = 0; i < parts; ++i) {
+    const size_t off = i * max_part_;
+    const size_t n = std::min(max_part_, len - off);
+    Op* op = alloc_op();
+    op->req = req;
+    op->len = n;
+    void* d = desc;
+    int rc = 0;
+    const char* call = send ? "fi_tsend" : "fi_trecv";
+    if (!d && mr_local_ && n > 0) {
+      rc = fi_mr_reg(domain_.get(), p + off, n, send ? FI_SEND : FI_RECV, 0, 0, 0, op->mr.out(),
+                     nullptr);
+      if (rc == 0) d = fi_mr_desc(op->mr.get());
+      else call = "fi_mr_reg";
+    }
+    for (unsigned spins = 0; rc == 0 || rc == -FI_EAGAIN; ++spins) {
+      rc = send ? static_cast<int>(fi_tsend(ep_.get(), p + off, n, d, addr, tag, &op->ctx))
+                : static_cast<int>(fi_trecv(ep_.get(), p + off, n, d, addr, tag, 0, &op->ctx));
+      if (rc != -FI_EAGAIN) break;
+      drain_locked();
+      if (Clock::now() >= deadline) {
+        rc = -FI_ETIMEDOUT;
+        break;
+      }
+      if (spins >= 16) {  // the peer has to act first: let it (and our other endpoints) run
+        lk.unlock();
+        if (stall) stall();
+        sched_yield();
+        lk.lock();
+      }
+    }
+    if (rc != 0) {
+      free_op(op);
+      std::string cause = std::string(call) + " on " + provider_ +
+                          " (part " + std::to_string(i + 1) + "/" + std::to_string(parts) +
+                          "): " + fi_strerror(-rc);
+      req->failed = true;
+      req->error = cause;
+      req->pending_parts -= static_cast<int>(parts - i);
+      if (req->pending_parts == 0) req->done.store(true, std::memory_order_release);
+      core::raise(rc == -FI_ETIMEDOUT ? dcclTimeout : dcclSystemError,
+                  core::describe(rank_,
+                                 std::string(send ? "isend to" : "irecv from") + " rank " +
+                                     std::to_string(req->peer),
+                                 cause));
+    }
+    DCCL_TRACE("net: %s %s rank %d tag 0x%llx part %zu/%zu %zu bytes (op %p)", provider_.c_str(),
+               send ? "send to" : "recv from", req->peer, static_cast<unsigned long long>(tag),
+               i + 1, parts, n, static_cast<void*>(op));
+    op->next = head_;
+    if (head_) head_->prev = op;
+    head_ = op;
+  }
+}
+
+void Endpoint::complete_locked(Op* op, size_t len, int err, const std::string& text) {
+  if (op->prev) op->prev->next = op->next;
+  else head_ = op->next;
+  if (op->next) op->next->prev = op->prev;
+  Request* r = op->req;
+  DCCL_TRACE("net: %s completion op %p len %zu err %d%s", provider_.c_str(),
+             static_cast<void*>(op), len, err, r ? "" : " (cancelled request)");
+  if (r) {
+    if (err) {
+      if (!r->failed) {
+        r->failed = true;
+        r->error = text;
+      }
+    } else {
+      r->bytes += r->is_send ? op->len : len;
+    }
+    if (--r->pending_parts <= 0) {
+      r->pending_parts = 0;
+      r->done.store(true, std::memory_order_release);
+    }
+  }
+  free_op(op);
+}
+
+std::string Endpoint::cq_error_text(const fi_cq_err_entry& e) {
+  std::string t = fi_strerror(e.err);
+  char buf[256] = {0};
+  const char* prov = fi_cq_strerror(cq_.get(), e.prov_errno, e.err_data, buf, sizeof(buf));
+  if (prov && *prov && t != prov) t += std::string(" (") + provider_ + ": " + prov + ")";
+  else t += " (" + provider_ + ")";
+  if (e.err == FI_ETRUNC)
+    t += "; the message was " + std::to_string(e.olen) + " bytes longer than the receive buffer";
+  return t;
+}
+
+int Endpoint::drain_locked() {
+  fi_cq_tagged_entry ent[kBatch];
+  int total = 0;
+  for (int b = 0; b < kMaxBatches; ++b) {
+    ssize_t n = fi_cq_read(cq_.get(), ent, kBatch);
+    if (n > 0) {
+      for (ssize_t i = 0; i < n; ++i)
+        complete_locked(reinterpret_cast<Op*>(ent[i].op_context), ent[i].len, 0, {});
+      total += static_cast<int>(n);
+      if (static_cast<size_t>(n) < kBatch) break;
+    } else if (n == -FI_EAVAIL) {
+      fi_cq_err_entry e{};
+      if (fi_cq_readerr(cq_.get(), &e, 0) == 1) {
+        Op* op = reinterpret_cast<Op*>(e.op_context);
+        if (op) complete_locked(op, 0, e.err ? e.err : FI_EOTHER, cq_error_text(e));
+        ++total;
+      }
+    } else {
+      if (n != -FI_EAGAIN) DCCL_WARN("fi_cq_read on %s: %s", provider_.c_str(), fi_strerror(-n));
+      break;
+    }
+  }
+  return total;
+}
+
+int Endpoint::progress(bool block) {
+  std::unique_lock<std::mutex> lk(mu_, std::defer_lock);
+  if (block) lk.lock();
+  else if (!lk.try_lock()) return 0;
+  return drain_locked();
+}
+
+void Endpoint::cancel_all() {
+  std::lock_guard<std::mutex> lk(mu_);
+  for (Op* op = head_; op; op = op->next) {
+    Request* r = op->req;
+    if (!r) continue;
+    fi_cancel(&ep_.get()->fid, &op->ctx);
+    if (!r->done.load(std::memory_order_relaxed)) {
+      r->failed = true;
+      r->error = "cancelled";
+      r->pending_parts = 0;
+      r->done.store(true, std::memory_order_release);
+    }
+    op->req = nullptr;
+  }
+}
+
+}  // namespace dccl::net

@@ -1,0 +1,104 @@
+// One provider's fabric, domain, address vector, completion queue and RDM endpoint,
+// plus the operations in flight on it. All calls into the domain hold `mu_`
+// (FI_THREAD_DOMAIN), so several threads may post and progress at once.
+#pragma once
+#include <rdma/fi_endpoint.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "net/fid.hpp"
+#include "net/provider.hpp"
+#include "net/transport.hpp"
+
+namespace dccl::net {
+
+class Endpoint;
+
+// A buffer registered with every endpoint of a transport (see Transport::register_memory).
+struct MemRegion {
+  const void* base = nullptr;
+  size_t len = 0;
+  std::vector<std::pair<const Endpoint*, Fid<fid_mr>>> regs;
+  void* desc_for(const Endpoint* ep) const;
+};
+
+// One posted message (a whole request, or one part of a split one).
+struct Op {
+  fi_context2 ctx;  // first member: the provider hands &ctx back as op_context
+  Request* req = nullptr;  // nullptr once cancelled: the completion is then dropped
+  Fid<fid_mr> mr;          // internal registration on FI_MR_LOCAL providers
+  size_t len = 0;
+  Op* prev = nullptr;
+  Op* next = nullptr;
+};
+
+class Endpoint {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // Opens everything; throws core::Error(dcclUnavailable) with the reason.
+  // part_cap > 0 caps one message below the provider's max_msg_size.
+  Endpoint(const std::string& provider, ProviderInfo pi, int rank, int nranks, size_t part_cap);
+  ~Endpoint();
+  Endpoint(const Endpoint&) = delete;
+  Endpoint& operator=(const Endpoint&) = delete;
+
+  const std::string& provider() const { return provider_; }
+  const std::string& address() const { return address_; }  // fi_getname bytes
+  size_t max_part() const { return max_part_; }
+  fid_domain* domain() const { return domain_.get(); }
+
+  // Registers [buf, buf+len) on this domain for local send/recv; throws core::Error.
+  Fid<fid_mr> register_buffer(const void* buf, size_t len);
+  void close_buffer(Fid<fid_mr>& mr);
+
+  // Adds a peer's address; throws core::Error on failure.
+  fi_addr_t insert(const std::string& addr, int peer);
+
+  // Posts len bytes as ceil(len / max_part()) tagged messages completing `req`.
+  // Retries -FI_EAGAIN (full queues; shm's first contact with a peer) while reading the
+  // CQ; after a few tries it calls stall() with the lock released (the transport then
+  // progresses its other endpoints) and yields. Throws core::Error (dcclTimeout after
+  // `deadline`, dcclSystemError) with `req` marked failed for the unposted parts.
+  void post(bool send, fi_addr_t addr, void* buf, size_t len, uint64_t tag, void* desc,
+            Request* req, Clock::time_point deadline, const std::function<void()>& stall);
+
+  // Reads the CQ (a few batches) and completes requests. With block=false it skips the
+  // pass when another thread is already progressing this endpoint. Returns completions.
+  int progress(bool block = false);
+
+  // fi_cancel on everything outstanding; the requests are marked failed ("cancelled").
+  void cancel_all();
+
+ private:
+  int drain_locked();
+  void complete_locked(Op* op, size_t len, int err, const std::string& text);
+  Op* alloc_op();
+  void free_op(Op* op);
+  std::string cq_error_text(const fi_cq_err_entry& e);
+
+  std::string provider_;
+  int rank_;
+  bool mr_local_ = false;
+  size_t max_part_ = 0;
+  std::string address_;
+  InfoPtr info_;
+  // Declaration order is the reverse of the order fi_close must run in.
+  Fid<fid_fabric> fabric_;
+  Fid<fid_domain> domain_;
+  Fid<fid_av> av_;
+  Fid<fid_cq> cq_;
+  Fid<fid_ep> ep_;
+
+  std::mutex mu_;
+  Op* head_ = nullptr;  // outstanding ops (doubly linked)
+  std::vector<Op*> free_;
+};
+
+}  // namespace dccl::net

@@ -1,0 +1,36 @@
+// Provider choice: names, fi_getinfo hints, the list of providers this node offers.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "net/fid.hpp"
+
+namespace dccl::net {
+
+inline constexpr const char* kShmProvider = "shm";
+inline constexpr const char* kTcpProvider = "tcp;ofi_rxm";
+
+// The newest API version the runtime library supports (fi_version()); throws
+// core::Error(dcclUnavailable) when the runtime is older than 1.17.
+uint32_t api_version();
+
+// "tcp" -> "tcp;ofi_rxm", "udp" -> "udp;ofi_rxd", "verbs" -> "verbs;ofi_rxm"; other
+// names are returned as given (trimmed).
+std::string canonical_provider(const std::string& name);
+
+// Providers offering RDM endpoints with tagged messages on this node, e.g.
+// {"shm", "tcp;ofi_rxm", "sockets", "udp;ofi_rxd"}.
+std::vector<std::string> available_providers();
+
+struct ProviderInfo {
+  InfoPtr info;          // the one fi_info to open (a copy owned by us)
+  bool mr_local = false; // the provider requires registered buffers (FI_MR_LOCAL)
+};
+
+// fi_getinfo for `prov` (canonical name) with our hints: RDM, FI_TAGGED|FI_MSG|
+// FI_DIRECTED_RECV, FI_ORDER_SAS, no FI_MR_LOCAL if avoidable. Returns an empty info and
+// fills *why when the provider cannot be used.
+ProviderInfo find_provider(const std::string& prov, std::string* why);
+
+}  // namespace dccl::net
