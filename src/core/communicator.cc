@@ -22,6 +22,7 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
                            std::unique_ptr<boot::StoreServer> server, const std::string& ns)
     : cfg_(load_config()), rank_(rank), nranks_(nranks), p2p_send_(nranks), p2p_recv_(nranks) {
   log_set_rank(rank);
+  log_configure(cfg_.debug);
   const auto timeout = std::chrono::milliseconds(cfg_.timeout_s * 1000);
   boot_ = std::make_unique<boot::Bootstrap>(id, rank, nranks, timeout, std::move(server), ns);
 
@@ -129,6 +130,7 @@ void Communicator::record_error(const Error& e) {
 }
 
 void Communicator::run_ticket(uint64_t ticket, const std::vector<sched::Op>& ops) {
+  log_set_rank(rank_);
   {
     std::unique_lock<std::mutex> lk(order_mu_);
     bool ok = order_cv_.wait_for(lk, std::chrono::seconds(cfg_.timeout_s),

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -14,8 +15,9 @@ namespace dccl::core {
 namespace {
 thread_local int t_rank = -1;
 
-LogLevel parse_level() {
-  std::string v = config().debug;
+std::atomic<int> g_level{-1};
+
+LogLevel parse_level(std::string v) {
   for (auto& c : v) c = static_cast<char>(toupper(c));
   if (v == "TRACE") return LogLevel::Trace;
   if (v == "INFO") return LogLevel::Info;
@@ -25,9 +27,15 @@ LogLevel parse_level() {
 }  // namespace
 
 LogLevel log_level() {
-  static const LogLevel level = parse_level();
-  return level;
+  int l = g_level.load(std::memory_order_relaxed);
+  if (l < 0) {
+    l = static_cast<int>(parse_level(config().debug));
+    g_level.store(l, std::memory_order_relaxed);
+  }
+  return static_cast<LogLevel>(l);
 }
+
+void log_configure(const std::string& level) { g_level.store(static_cast<int>(parse_level(level))); }
 
 void log_set_rank(int rank) { t_rank = rank; }
 

@@ -1,12 +1,15 @@
 // Logging: DCCL_DEBUG=WARN|INFO|TRACE (default WARN). Lines carry host, pid and rank.
 #pragma once
 #include <cstdarg>
+#include <string>
 
 namespace dccl::core {
 
 enum class LogLevel { None = 0, Warn = 1, Info = 2, Trace = 3 };
 
 LogLevel log_level();
+// Sets the level from DCCL_DEBUG text (each communicator applies its own settings).
+void log_configure(const std::string& level);
 void log_set_rank(int rank);  // per thread: which rank this thread speaks for
 void log_msg(LogLevel level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -4,9 +4,8 @@
 #pragma once
 #include <rdma/fi_endpoint.h>
 
-#include <chrono>
 #include <cstdint>
-#include <functional>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -28,20 +27,24 @@ struct MemRegion {
   void* desc_for(const Endpoint* ep) const;
 };
 
-// One posted message (a whole request, or one part of a split one).
+// One message (a whole request, or one part of a split one), posted or waiting in a
+// backlog to be posted.
 struct Op {
   fi_context2 ctx;  // first member: the provider hands &ctx back as op_context
   Request* req = nullptr;  // nullptr once cancelled: the completion is then dropped
   Fid<fid_mr> mr;          // internal registration on FI_MR_LOCAL providers
+  char* buf = nullptr;
   size_t len = 0;
-  Op* prev = nullptr;
+  void* desc = nullptr;
+  fi_addr_t addr = FI_ADDR_UNSPEC;
+  uint64_t tag = 0;
+  bool send = false;
+  Op* prev = nullptr;  // links in the outstanding list (posted ops)
   Op* next = nullptr;
 };
 
 class Endpoint {
  public:
-  using Clock = std::chrono::steady_clock;
-
   // Opens everything; throws core::Error(dcclUnavailable) with the reason.
   // part_cap > 0 caps one message below the provider's max_msg_size.
   Endpoint(const std::string& provider, ProviderInfo pi, int rank, int nranks, size_t part_cap);
@@ -61,23 +64,28 @@ class Endpoint {
   // Adds a peer's address; throws core::Error on failure.
   fi_addr_t insert(const std::string& addr, int peer);
 
-  // Posts len bytes as ceil(len / max_part()) tagged messages completing `req`.
-  // Retries -FI_EAGAIN (full queues; shm's first contact with a peer) while reading the
-  // CQ; after a few tries it calls stall() with the lock released (the transport then
-  // progresses its other endpoints) and yields. Throws core::Error (dcclTimeout after
-  // `deadline`, dcclSystemError) with `req` marked failed for the unposted parts.
+  // Posts len bytes as ceil(len / max_part()) tagged messages completing `req`. Never
+  // blocks: a part the provider refuses with -FI_EAGAIN (full queue; shm's first contact
+  // with a peer) waits in a FIFO backlog per direction, posted by progress() in order, so
+  // FI_ORDER_SAS and receive matching order still follow the order of the calls.
+  // Throws core::Error(dcclSystemError) on other failures, `req` marked failed.
   void post(bool send, fi_addr_t addr, void* buf, size_t len, uint64_t tag, void* desc,
-            Request* req, Clock::time_point deadline, const std::function<void()>& stall);
+            Request* req);
 
-  // Reads the CQ (a few batches) and completes requests. With block=false it skips the
-  // pass when another thread is already progressing this endpoint. Returns completions.
+  // Reads the CQ (a few batches), completes requests, posts what the backlogs hold.
+  // With block=false it skips the pass when another thread is already progressing this
+  // endpoint. Returns completions.
   int progress(bool block = false);
 
-  // fi_cancel on everything outstanding; the requests are marked failed ("cancelled").
+  // fi_cancel on everything outstanding, backlogs dropped; the requests are marked failed
+  // ("cancelled").
   void cancel_all();
 
  private:
   int drain_locked();
+  int try_post_locked(Op* op);  // 0, -FI_EAGAIN or another negative error
+  void flush_backlog_locked(std::deque<Op*>& q);
+  void fail_unposted_locked(Op* op, int rc);
   void complete_locked(Op* op, size_t len, int err, const std::string& text);
   Op* alloc_op();
   void free_op(Op* op);
@@ -98,6 +106,7 @@ class Endpoint {
 
   std::mutex mu_;
   Op* head_ = nullptr;  // outstanding ops (doubly linked)
+  std::deque<Op*> tx_backlog_, rx_backlog_;
   std::vector<Op*> free_;
 };
 
