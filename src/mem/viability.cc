@@ -67,8 +67,15 @@ std::vector<Layer> check_viability(const std::string& kind, const std::string& p
   const bool sim = kind == "sim";
   out.push_back(kernel_layer(sim));
   Backend* be = sim ? &sim_backend() : cuda_backend();
+  auto fabric_layers = [&] {
+    bool ok = fabric_has_dmabuf();
+    out.push_back({"libfabric >= 1.20", ok,
+                   "runtime " + version_text(fi_version()) + (ok ? "" : ": FI_MR_DMABUF needs 1.20")});
+    out.push_back(hmem_layer(provider));
+  };
   if (!be) {
     out.push_back({"backend export", false, "cuda backend unavailable: " + cuda_unavailable_reason()});
+    fabric_layers();
     return out;
   }
   // Trial export (and, for sim, the mapping the transport makes of it).
@@ -95,12 +102,7 @@ std::vector<Layer> check_viability(const std::string& kind, const std::string& p
     out.push_back({"backend export", false, e.what()});
   }
   if (p) be->free(p);
-  if (!sim && first_failure(out) == nullptr) {
-    bool ok = fabric_has_dmabuf();
-    out.push_back({"libfabric >= 1.20", ok,
-                   "runtime " + version_text(fi_version()) + (ok ? "" : ": FI_MR_DMABUF needs 1.20")});
-    if (ok) out.push_back(hmem_layer(provider));
-  }
+  if (!sim) fabric_layers();
   return out;
 }
 
