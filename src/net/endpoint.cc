@@ -1,12 +1,11 @@
-#include <atomic>
 #include "net/endpoint.hpp"
 
 #include <rdma/fi_cm.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
-#include <sched.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 
 #include "core/error.hpp"
@@ -15,6 +14,13 @@
 namespace dccl::net {
 
 namespace {
+
+// Providers that do not pick keys themselves (no FI_MR_PROV_KEY) need a unique requested
+// key per registration; providers that do ignore it.
+uint64_t next_mr_key() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
 
 std::string fi_err(const char* call, int rc) {
   return std::string(call) + ": " + fi_strerror(rc < 0 ? -rc : rc);
@@ -75,6 +81,10 @@ Endpoint::Endpoint(const std::string& provider, ProviderInfo pi, int rank, int n
   name.resize(len);
   address_ = std::move(name);
 
+  // shm answers a full receive queue with -FI_ENOMEM, not -FI_EAGAIN: we never post
+  // more than the queues hold and keep the rest in the backlogs.
+  tx_limit_ = info_->tx_attr->size;
+  rx_limit_ = info_->rx_attr->size;
   max_part_ = info_->ep_attr->max_msg_size;
   if (part_cap > 0) max_part_ = std::min(max_part_, part_cap);
   if (max_part_ == 0) max_part_ = 1;
@@ -88,6 +98,8 @@ Endpoint::~Endpoint() {
     head_ = op->next;
     delete op;
   }
+  for (Op* op : tx_backlog_) delete op;
+  for (Op* op : rx_backlog_) delete op;
   for (Op* op : free_) delete op;
 }
 
@@ -106,9 +118,8 @@ fi_addr_t Endpoint::insert(const std::string& addr, int peer) {
 Fid<fid_mr> Endpoint::register_buffer(const void* buf, size_t len) {
   std::lock_guard<std::mutex> lk(mu_);
   Fid<fid_mr> mr;
-  // Providers that do not pick keys themselves need a unique requested key.
-  static std::atomic<uint64_t> next_key{1};
-  int rc = fi_mr_reg(domain_.get(), buf, len, FI_SEND | FI_RECV, 0, next_key.fetch_add(1), 0, mr.out(), nullptr);
+  int rc = fi_mr_reg(domain_.get(), buf, len, FI_SEND | FI_RECV, 0, next_mr_key(), 0, mr.out(),
+                     nullptr);
   if (rc)
     core::raise(dcclSystemError, core::describe(rank_, "register memory on " + provider_,
                                                 fi_err("fi_mr_reg", rc)));
@@ -135,65 +146,102 @@ void Endpoint::free_op(Op* op) {
 }
 
 void Endpoint::post(bool send, fi_addr_t addr, void* buf, size_t len, uint64_t tag, void* desc,
-                    Request* req, Clock::time_point deadline,
-                    const std::function<void()>& stall) {
+                    Request* req) {
   const size_t parts = len == 0 ? 1 : 1 + (len - 1) / max_part_;  // no overflow at SIZE_MAX
-  std::unique_lock<std::mutex> lk(mu_);
+  std::lock_guard<std::mutex> lk(mu_);
   // Set before the first post: early parts may complete while later ones are posted.
   req->pending_parts = static_cast<int>(parts);
-  char* p = static_cast<char*>(buf);
+  std::deque<Op*>& backlog = send ? tx_backlog_ : rx_backlog_;
   for (size_t i = 0; i < parts; ++i) {
-    const size_t off = i * max_part_;
-    const size_t n = std::min(max_part_, len - off);
     Op* op = alloc_op();
     op->req = req;
-    op->len = n;
-    void* d = desc;
-    int rc = 0;
-    const char* call = send ? "fi_tsend" : "fi_trecv";
-    if (!d && mr_local_ && n > 0) {
-      rc = fi_mr_reg(domain_.get(), p + off, n, send ? FI_SEND : FI_RECV, 0, 0, 0, op->mr.out(),
-                     nullptr);
-      if (rc == 0) d = fi_mr_desc(op->mr.get());
-      else call = "fi_mr_reg";
+    op->buf = static_cast<char*>(buf) + i * max_part_;
+    op->len = std::min(max_part_, len - i * max_part_);
+    op->desc = desc;
+    op->addr = addr;
+    op->tag = tag;
+    op->send = send;
+    if (!backlog.empty()) {  // keep the order of the calls
+      backlog.push_back(op);
+      continue;
     }
-    for (unsigned spins = 0; rc == 0 || rc == -FI_EAGAIN; ++spins) {
-      rc = send ? static_cast<int>(fi_tsend(ep_.get(), p + off, n, d, addr, tag, &op->ctx))
-                : static_cast<int>(fi_trecv(ep_.get(), p + off, n, d, addr, tag, 0, &op->ctx));
-      if (rc != -FI_EAGAIN) break;
+    const char* call = nullptr;
+    int rc = try_post_locked(op, &call);
+    if (rc == -FI_EAGAIN) {
       drain_locked();
-      if (Clock::now() >= deadline) {
-        rc = -FI_ETIMEDOUT;
-        break;
-      }
-      if (spins >= 16) {  // the peer has to act first: let it (and our other endpoints) run
-        lk.unlock();
-        if (stall) stall();
-        sched_yield();
-        lk.lock();
-      }
+      rc = try_post_locked(op, &call);
+    }
+    if (rc == -FI_EAGAIN) {
+      backlog.push_back(op);
+      continue;
     }
     if (rc != 0) {
       free_op(op);
-      std::string cause = std::string(call) + " on " + provider_ +
-                          " (part " + std::to_string(i + 1) + "/" + std::to_string(parts) +
+      std::string cause = std::string(call) + " on " + provider_ + " (part " +
+                          std::to_string(i + 1) + "/" + std::to_string(parts) +
                           "): " + fi_strerror(-rc);
       req->failed = true;
       req->error = cause;
-      req->pending_parts -= static_cast<int>(parts - i);
+      req->pending_parts -= static_cast<int>(parts - i);  // this part and the rest: never posted
       if (req->pending_parts == 0) req->done.store(true, std::memory_order_release);
-      core::raise(rc == -FI_ETIMEDOUT ? dcclTimeout : dcclSystemError,
+      core::raise(dcclSystemError,
                   core::describe(rank_,
                                  std::string(send ? "isend to" : "irecv from") + " rank " +
                                      std::to_string(req->peer),
                                  cause));
     }
-    DCCL_TRACE("net: %s %s rank %d tag 0x%llx part %zu/%zu %zu bytes (op %p)", provider_.c_str(),
-               send ? "send to" : "recv from", req->peer, static_cast<unsigned long long>(tag),
-               i + 1, parts, n, static_cast<void*>(op));
-    op->next = head_;
-    if (head_) head_->prev = op;
-    head_ = op;
+  }
+}
+
+int Endpoint::try_post_locked(Op* op, const char** call) {
+  size_t& posted = op->send ? tx_posted_ : rx_posted_;
+  const size_t limit = op->send ? tx_limit_ : rx_limit_;
+  if (limit && posted >= limit) return -FI_EAGAIN;
+  void* d = op->desc;
+  if (!d && mr_local_ && op->len > 0) {
+    if (!op->mr) {
+      *call = "fi_mr_reg";
+      int rc = fi_mr_reg(domain_.get(), op->buf, op->len, op->send ? FI_SEND : FI_RECV, 0,
+                         next_mr_key(), 0, op->mr.out(), nullptr);
+      if (rc) return rc;
+    }
+    d = fi_mr_desc(op->mr.get());
+  }
+  *call = op->send ? "fi_tsend" : "fi_trecv";
+  ssize_t rc = op->send ? fi_tsend(ep_.get(), op->buf, op->len, d, op->addr, op->tag, &op->ctx)
+                        : fi_trecv(ep_.get(), op->buf, op->len, d, op->addr, op->tag, 0, &op->ctx);
+  if (rc == -FI_ENOMEM && posted > 0) rc = -FI_EAGAIN;  // a full queue, by another name
+  if (rc != 0) return static_cast<int>(rc);
+  ++posted;
+  DCCL_TRACE("net: %s %s tag 0x%llx %zu bytes posted (op %p)", provider_.c_str(),
+             op->send ? "send" : "recv", static_cast<unsigned long long>(op->tag), op->len,
+             static_cast<void*>(op));
+  op->prev = nullptr;
+  op->next = head_;
+  if (head_) head_->prev = op;
+  head_ = op;
+  return 0;
+}
+
+void Endpoint::flush_backlog_locked(std::deque<Op*>& q) {
+  while (!q.empty()) {
+    Op* op = q.front();
+    const char* call = nullptr;
+    int rc = try_post_locked(op, &call);
+    if (rc == -FI_EAGAIN) return;
+    q.pop_front();
+    if (rc != 0) {  // the request fails; wait() reports it
+      Request* r = op->req;
+      if (!r->failed) {
+        r->failed = true;
+        r->error = std::string(call) + " on " + provider_ + ": " + fi_strerror(-rc);
+      }
+      if (--r->pending_parts <= 0) {
+        r->pending_parts = 0;
+        r->done.store(true, std::memory_order_release);
+      }
+      free_op(op);
+    }
   }
 }
 
@@ -201,6 +249,7 @@ void Endpoint::complete_locked(Op* op, size_t len, int err, const std::string& t
   if (op->prev) op->prev->next = op->next;
   else head_ = op->next;
   if (op->next) op->next->prev = op->prev;
+  --(op->send ? tx_posted_ : rx_posted_);
   Request* r = op->req;
   DCCL_TRACE("net: %s completion op %p len %zu err %d%s", provider_.c_str(),
              static_cast<void*>(op), len, err, r ? "" : " (cancelled request)");
@@ -261,7 +310,10 @@ int Endpoint::progress(bool block) {
   std::unique_lock<std::mutex> lk(mu_, std::defer_lock);
   if (block) lk.lock();
   else if (!lk.try_lock()) return 0;
-  return drain_locked();
+  int n = drain_locked();
+  flush_backlog_locked(tx_backlog_);
+  flush_backlog_locked(rx_backlog_);
+  return n;
 }
 
 void Endpoint::cancel_all() {
@@ -277,6 +329,19 @@ void Endpoint::cancel_all() {
       r->done.store(true, std::memory_order_release);
     }
     op->req = nullptr;
+  }
+  for (auto* q : {&tx_backlog_, &rx_backlog_}) {
+    for (Op* op : *q) {
+      Request* r = op->req;
+      if (!r->done.load(std::memory_order_relaxed)) {
+        r->failed = true;
+        r->error = "cancelled";
+        r->pending_parts = 0;
+        r->done.store(true, std::memory_order_release);
+      }
+      free_op(op);
+    }
+    q->clear();
   }
 }
 

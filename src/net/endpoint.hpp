@@ -83,9 +83,8 @@ class Endpoint {
 
  private:
   int drain_locked();
-  int try_post_locked(Op* op);  // 0, -FI_EAGAIN or another negative error
+  int try_post_locked(Op* op, const char** call);  // 0, -FI_EAGAIN or -error (in *call)
   void flush_backlog_locked(std::deque<Op*>& q);
-  void fail_unposted_locked(Op* op, int rc);
   void complete_locked(Op* op, size_t len, int err, const std::string& text);
   Op* alloc_op();
   void free_op(Op* op);
@@ -107,6 +106,8 @@ class Endpoint {
   std::mutex mu_;
   Op* head_ = nullptr;  // outstanding ops (doubly linked)
   std::deque<Op*> tx_backlog_, rx_backlog_;
+  size_t tx_posted_ = 0, rx_posted_ = 0;  // posted, not yet completed
+  size_t tx_limit_ = 0, rx_limit_ = 0;    // the provider's queue sizes (0: no limit)
   std::vector<Op*> free_;
 };
 

@@ -231,8 +231,7 @@ void FabricTransport::post(bool send, int peer, void* buf, size_t len, uint64_t 
   req->is_send = send;
   const Route& rt = routes_[peer];
   void* desc = mr ? mr->desc_for(rt.ep) : nullptr;
-  rt.ep->post(send, rt.addr, buf, len, tag, desc, req, Clock::now() + opts_.timeout,
-              [this] { progress(); });
+  rt.ep->post(send, rt.addr, buf, len, tag, desc, req);
 }
 
 std::string FabricTransport::describe_req(const Request& r) const {

@@ -55,8 +55,10 @@ class Transport {
   // Human readable: "shm" or "tcp;ofi_rxm" or "shm+tcp;ofi_rxm".
   virtual std::string provider_summary() const = 0;
 
-  // Post a tagged send/recv to/from `peer`. Posting never blocks forever (retries
-  // on -FI_EAGAIN while progressing, bounded by the timeout). A peer may be self.
+  // Post a tagged send/recv to/from `peer`. Posting never blocks: what the provider
+  // cannot take yet (-FI_EAGAIN) is queued in call order and posted by progress()/wait().
+  // A peer may be self. Messages above the part size are split; the receiver must then
+  // post the same length as the sender (parts are matched one by one).
   virtual void isend(int peer, const void* buf, size_t len, uint64_t tag, Request* req,
                      MemRegion* mr = nullptr) = 0;
   virtual void irecv(int peer, void* buf, size_t len, uint64_t tag, Request* req,
