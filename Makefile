@@ -11,8 +11,7 @@ endif
 all: build
 
 deps:
-	@command -v fi_info >/dev/null 2>&1 && [ -f /usr/include/rdma/fabric.h ] && [ -d /usr/src/googletest ] \
-	  || scripts/install-deps
+	@scripts/install-deps
 
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
