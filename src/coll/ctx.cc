@@ -31,9 +31,13 @@ std::string Ctx::where(const Xfer& x) const {
          std::to_string(x.req.peer) + " (step " + std::to_string(x.req.tag & 0xffffffu) + ")";
 }
 
+void Ctx::stop(dcclResult_t code, const std::string& what) const {
+  in_.net->cancel_all();
+  throw core::Error(code, what);
+}
+
 void Ctx::fail(const Xfer& x, const std::string& cause) {
-  throw core::Error(dcclRemoteError,
-                    core::describe(in_.rank, in_.name, where(x) + " failed: " + cause));
+  stop(dcclRemoteError, core::describe(in_.rank, in_.name, where(x) + " failed: " + cause));
 }
 
 void Ctx::send_tagged(int peer, const void* p, size_t bytes, uint64_t tag, Xfer& x) {
@@ -42,6 +46,7 @@ void Ctx::send_tagged(int peer, const void* p, size_t bytes, uint64_t tag, Xfer&
   x.req.tag = tag;
   x.req.is_send = true;
   x.active = true;
+  x.net = in_.net;
   if (in_.path)
     in_.path->post_send(peer, p, bytes, tag, x);
   else
@@ -54,6 +59,7 @@ void Ctx::recv_tagged(int peer, void* p, size_t bytes, uint64_t tag, Xfer& x) {
   x.req.tag = tag;
   x.req.is_send = false;
   x.active = true;
+  x.net = in_.net;
   if (in_.path)
     in_.path->post_recv(peer, p, bytes, tag, x);
   else
@@ -68,8 +74,20 @@ void Ctx::recv(int peer, void* p, size_t bytes, uint32_t step, Xfer& x) {
   recv_tagged(peer, p, bytes, coll_tag_ | (step & 0xffffffu), x);
 }
 
+void Ctx::check_failed() const {
+  if (in_.failed && in_.failed->load(std::memory_order_acquire))
+    stop(dcclRemoteError, core::describe(in_.rank, in_.name, "stopped: " + *in_.failure));
+}
+
 bool Ctx::poll(Xfer& x) {
-  if (in_.path) return in_.path->progress(x);
+  check_failed();
+  if (in_.path) {
+    try {
+      return in_.path->progress(x);
+    } catch (const core::Error& e) {
+      stop(e.code(), core::describe(in_.rank, in_.name, where(x) + ": " + e.what()));
+    }
+  }
   if (x.req.done.load(std::memory_order_acquire)) {
     if (x.req.failed) fail(x, x.req.error);
     return true;
@@ -97,13 +115,13 @@ size_t Ctx::wait_any(Xfer* const* xs, size_t n) {
                         core::describe(in_.rank, in_.name, "wait_any with nothing in flight"));
     in_.net->progress();
     if ((iter & 15) == 0) {
+      check_failed();
       auto now = Clock::now();
       if (now > deadline) {
         std::string pending;
         for (size_t i = 0; i < n; ++i)
           if (xs[i]->active) pending += (pending.empty() ? "" : ", ") + where(*xs[i]);
-        throw core::Error(dcclTimeout,
-                          core::describe(in_.rank, in_.name,
+        stop(dcclTimeout, core::describe(in_.rank, in_.name,
                                          "timed out after " + std::to_string(in_.timeout_ms / 1000) +
                                              " s waiting for " + pending));
       }

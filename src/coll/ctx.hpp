@@ -4,6 +4,7 @@
 // memory backend sit behind this interface.
 #pragma once
 #include <cstddef>
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -40,6 +41,10 @@ struct CtxInit {
   size_t chunk_bytes = 1 << 20;
   int64_t spin_us = 50;
   int64_t timeout_ms = 600000;
+  // Set (release) once the communicator learned that a rank failed; `failure`
+  // is written before and names it. Waits then stop with dcclRemoteError.
+  const std::atomic<bool>* failed = nullptr;
+  const std::string* failure = nullptr;
   std::string name;  // e.g. "all_reduce #12 (ring)"
 };
 
@@ -78,7 +83,11 @@ class Ctx {
 
  private:
   bool poll(Xfer& x);  // progress the data path; true when complete
+  void check_failed() const;
   [[noreturn]] void fail(const Xfer& x, const std::string& cause);
+  // Every error leaves through here: transfers in flight are cancelled first, so
+  // the transport never touches a Request after the algorithm's frames unwind.
+  [[noreturn]] void stop(dcclResult_t code, const std::string& what) const;
   std::string where(const Xfer& x) const;
 
   CtxInit in_;

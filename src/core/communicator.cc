@@ -62,12 +62,24 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   res_.stats = &stats_;
   res_.spin_us = cfg_.spin_us;
   res_.timeout_ms = cfg_.timeout_s * 1000;
-  // Every rank has every address before anyone sends.
+  res_.check = cfg_.check;
+  res_.failed = &failed_;
+  res_.failure = &failure_;
+  watchdog_ = std::make_unique<Watchdog>(id, rank, nranks, ns, *boot_, boot_mu_,
+                                         [this](const std::string& t) { set_failed(t); });
+  // Every rank has every address (and watches for failures) before anyone sends.
   boot_->barrier();
   DCCL_INFO("communicator ready: %d ranks, provider %s", nranks, provider_.c_str());
 }
 
 Communicator::~Communicator() {
+  // Queued submissions refer to this object: let them run out (they fail fast once
+  // the communicator failed or was aborted), within the timeout.
+  {
+    std::unique_lock<std::mutex> lk(order_mu_);
+    order_cv_.wait_for(lk, std::chrono::seconds(cfg_.timeout_s), [&] { return turn_ == next_ticket_; });
+  }
+  watchdog_.reset();
   if (cfg_.stats) {
     dcclStats_t s = stats();
     fprintf(stderr,
@@ -121,6 +133,21 @@ std::string Communicator::async_error_text() const {
   return async_text_;
 }
 
+void Communicator::set_failed(const std::string& text) {
+  {
+    std::lock_guard<std::mutex> lk(err_mu_);
+    if (failed_.load()) return;
+    failure_ = text;
+    failed_.store(true, std::memory_order_release);
+    if (async_code_.load() == dcclSuccess) {
+      async_text_ = text;
+      async_code_.store(dcclRemoteError);
+    }
+  }
+  order_cv_.notify_all();
+  DCCL_WARN("communicator stopped: %s", text.c_str());
+}
+
 void Communicator::record_error(const Error& e) {
   std::lock_guard<std::mutex> lk(err_mu_);
   if (async_code_.load() == dcclSuccess) {
@@ -142,10 +169,9 @@ void Communicator::run_ticket(uint64_t ticket, const std::vector<sched::Op>& ops
   struct Advance {
     Communicator* c;
     ~Advance() {
-      {
-        std::lock_guard<std::mutex> lk(c->order_mu_);
-        ++c->turn_;
-      }
+      // Notify under the lock: a destructor waiting for the last turn may free the cv.
+      std::lock_guard<std::mutex> lk(c->order_mu_);
+      ++c->turn_;
       c->order_cv_.notify_all();
     }
   } advance{this};
@@ -156,6 +182,10 @@ void Communicator::run_ticket(uint64_t ticket, const std::vector<sched::Op>& ops
     sched::execute(res_, ops);
   } catch (const Error& e) {
     record_error(e);
+    if (!failed_.load()) {  // this rank found the problem: stop everyone
+      watchdog_->announce(e.what());
+      set_failed(e.what());
+    }
     throw;
   }
 }
@@ -175,7 +205,9 @@ void Communicator::submit(std::vector<sched::Op> ops, sched::Stream* stream) {
 
 void Communicator::abort() {
   aborted_.store(true);
-  if (net_) net_->cancel_all();
+  std::string text = "rank " + std::to_string(rank_) + " aborted the communicator";
+  if (!failed_.load() && watchdog_) watchdog_->announce(text);
+  set_failed(text);
   order_cv_.notify_all();
 }
 

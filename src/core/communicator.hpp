@@ -10,6 +10,7 @@
 #include "bootstrap/bootstrap.hpp"
 #include "coll/scratch.hpp"
 #include "core/config.hpp"
+#include "core/watchdog.hpp"
 #include "net/transport.hpp"
 #include "sched/executor.hpp"
 #include "sched/op.hpp"
@@ -48,12 +49,18 @@ class Communicator {
  private:
   void run_ticket(uint64_t ticket, const std::vector<sched::Op>& ops);
   void record_error(const Error& e);
+  // Stops this communicator's work: in-flight waits and later calls fail with `text`.
+  void set_failed(const std::string& text);
   void check_same_settings();
 
   Config cfg_;
   int rank_, nranks_;
   std::string provider_;
   std::unique_ptr<boot::Bootstrap> boot_;
+  std::mutex boot_mu_;
+  std::atomic<bool> failed_{false};
+  std::string failure_;  // written once, before failed_ is set
+  std::unique_ptr<Watchdog> watchdog_;
   std::unique_ptr<net::Transport> net_;
   std::unique_ptr<tune::Tuner> tuner_;
   std::unique_ptr<mem::PathChooser> paths_;

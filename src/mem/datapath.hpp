@@ -15,6 +15,15 @@ struct Xfer {
   net::Request req;
   void* path_state = nullptr;  // owned by the data path (staged transfers)
   bool active = false;         // posted and not yet observed complete
+  net::Transport* net = nullptr;
+  Xfer() = default;
+  Xfer(const Xfer&) = delete;
+  Xfer& operator=(const Xfer&) = delete;
+  // Safety net for error paths: a transfer still in flight when its owner unwinds
+  // is cancelled, so the transport never writes to a destroyed Request.
+  ~Xfer() {
+    if (active && net && !req.done.load(std::memory_order_acquire)) net->cancel_all();
+  }
 };
 
 class DataPath {

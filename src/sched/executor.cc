@@ -3,6 +3,7 @@
 #include <string>
 
 #include "coll/algos.hpp"
+#include "sched/check.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/types.hpp"
@@ -55,6 +56,8 @@ coll::CtxInit base_init(Resources& res, const Op& op, const std::string& name) {
   in.op = op.op;
   in.spin_us = res.spin_us;
   in.timeout_ms = res.timeout_ms;
+  in.failed = res.failed;
+  in.failure = res.failure;
   return in;
 }
 
@@ -93,6 +96,7 @@ void execute(Resources& res, const std::vector<Op>& ops) {
   }
   for (const Op& op : ops) {
     if (op.coll == Coll::SendRecv) continue;
+    if (res.check) check_signature(res, op);
     tune::Choice ch = res.tuner->choose(op.coll, tuning_bytes(op, res.nranks), res.nranks);
     std::string name = std::string(tune::coll_name(op.coll)) + " #" + std::to_string(op.seq) + " (" +
                        tune::algo_name(ch.algo) + ", " + std::to_string(op.count) + " x " + core::dtype_name(op.dt) + ")";

@@ -24,6 +24,9 @@ struct Resources {
   coll::ScratchPool& scratch_for(mem::Backend& be);
   int64_t spin_us = 50;
   int64_t timeout_ms = 600000;
+  bool check = false;  // DCCL_CHECK
+  const std::atomic<bool>* failed = nullptr;  // see coll::CtxInit
+  const std::string* failure = nullptr;
 };
 
 // Executes `ops` (one call, or a group of calls on one communicator): send/recv are

@@ -1,0 +1,65 @@
+#include "core/watchdog.hpp"
+
+#include <unistd.h>
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+
+namespace dccl::core {
+
+namespace {
+constexpr const char* kKey = "failed";
+}
+
+Watchdog::Watchdog(const boot::UniqueIdData& id, int rank, int nranks, const std::string& ns,
+                   boot::Bootstrap& boot, std::mutex& boot_mu, std::function<void(const std::string&)> on_failure)
+    : boot_(boot), boot_mu_(boot_mu) {
+  char host[64] = {0};
+  gethostname(host, sizeof(host) - 1);
+  {
+    std::lock_guard<std::mutex> lk(boot_mu_);
+    boot_.lease(kKey, "rank " + std::to_string(rank) + " (pid " + std::to_string(getpid()) + " on " + host +
+                          ") exited or lost its connection without destroying its communicator");
+  }
+  watch_ = std::make_unique<boot::Bootstrap>(id, rank, nranks, std::chrono::milliseconds(60000), nullptr, ns);
+  thread_ = std::thread([this, rank, on_failure = std::move(on_failure)] {
+    log_set_rank(rank);
+    try {
+      std::string text = watch_->get(kKey, std::chrono::hours(24 * 365));
+      on_failure(text);
+    } catch (const Error& e) {
+      // Interrupted at destroy, or the store went away (its host finished first, or
+      // died): from here on failures are caught by the operation timeouts only.
+      if (std::string(e.what()).find("interrupted") == std::string::npos)
+        DCCL_INFO("failure watch ended: %s", e.what());
+    }
+  });
+}
+
+Watchdog::~Watchdog() {
+  release();
+  watch_->interrupt();
+  thread_.join();
+}
+
+void Watchdog::announce(const std::string& text) {
+  std::lock_guard<std::mutex> lk(boot_mu_);
+  try {
+    boot_.set(kKey, text);
+  } catch (const Error& e) {
+    DCCL_WARN("could not announce the failure to the other ranks: %s", e.what());
+  }
+}
+
+void Watchdog::release() {
+  std::lock_guard<std::mutex> lk(boot_mu_);
+  if (released_) return;
+  released_ = true;
+  try {
+    boot_.unlease();
+  } catch (const Error& e) {
+    DCCL_INFO("releasing the failure lease: %s", e.what());
+  }
+}
+
+}  // namespace dccl::core

@@ -1,0 +1,37 @@
+// Failure propagation between ranks. Each rank holds a lease on the store key
+// "failed" whose value names it; if its process dies or loses the store, the
+// store sets the key. Every rank's watcher thread waits on that key (and ranks
+// that hit an error or abort set it themselves), so all survivors stop their
+// in-flight and later work with an error naming the failed rank, in milliseconds
+// rather than after the timeout.
+#pragma once
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "bootstrap/bootstrap.hpp"
+
+namespace dccl::core {
+
+class Watchdog {
+ public:
+  // `boot` is the communicator's own store connection (used under `boot_mu`).
+  Watchdog(const boot::UniqueIdData& id, int rank, int nranks, const std::string& ns, boot::Bootstrap& boot,
+           std::mutex& boot_mu, std::function<void(const std::string&)> on_failure);
+  ~Watchdog();  // stops the watcher
+  // Tells every rank that this one failed (first announcement wins).
+  void announce(const std::string& text);
+  // Graceful exit: this rank's leaving is not a failure.
+  void release();
+
+ private:
+  boot::Bootstrap& boot_;
+  std::mutex& boot_mu_;
+  std::unique_ptr<boot::Bootstrap> watch_;
+  std::thread thread_;
+  bool released_ = false;
+};
+
+}  // namespace dccl::core
