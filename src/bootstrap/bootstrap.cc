@@ -1,11 +1,15 @@
 // Bootstrap client: one TCP connection to the store; requests are pipelined and
 // replies matched by request id, so a reply that arrives after its GET timed
-// out is recognised and dropped.
+// out (or was interrupted) is recognised and dropped. interrupt() sets a flag
+// and an eventfd that the waits of get/allgather/barrier poll next to the socket.
 #include "bootstrap/bootstrap.hpp"
 
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <thread>
 #include <unordered_map>
@@ -32,6 +36,23 @@ bool retryable_connect_error(int e) {
          e == ECONNRESET || e == ECONNABORTED || e == EAGAIN;
 }
 
+// now + t, saturating: a timeout of years must not overflow the clock.
+Clock::time_point deadline_after(std::chrono::milliseconds t) {
+  const auto now = Clock::now();
+  const auto room = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::time_point::max() - now);
+  return t >= room ? Clock::time_point::max() : now + t;
+}
+
+std::string ms_text(std::chrono::milliseconds t) { return std::to_string(t.count()) + " ms"; }
+
+// What a wait is bounded by: its deadline, the timeout it came from (for
+// messages), and whether interrupt() ends it.
+struct Wait {
+  Clock::time_point dl;
+  std::chrono::milliseconds timeout;
+  bool interruptible = false;
+};
+
 }  // namespace
 
 struct Bootstrap::Impl {
@@ -40,6 +61,8 @@ struct Bootstrap::Impl {
   std::chrono::milliseconds timeout{0};
   std::string ns, where;
   net::Fd fd;
+  net::Fd wake;                         // eventfd: readable once interrupt() was called
+  std::atomic<bool> interrupted{false};  // the only state interrupt() touches, with `wake`
   std::string in;
   size_t in_off = 0;
   uint64_t next_req = 1;
@@ -62,15 +85,18 @@ struct Bootstrap::Impl {
                                                             " is unusable after an earlier error (" +
                                                             broken_why + ")"));
   }
-  Clock::time_point deadline() const { return Clock::now() + timeout; }
-  std::string ms_text() const { return std::to_string(timeout.count()) + " ms"; }
+  Wait plain_wait() const { return {deadline_after(timeout), timeout, false}; }
 
   void connect(const UniqueIdData& id, Clock::time_point dl);
-  void handshake(const UniqueIdData& id, int nranks, Clock::time_point dl);
-  void send_all(const std::string& buf, Clock::time_point dl, const std::string& op);
+  void handshake(const UniqueIdData& id, int nranks, const Wait& w);
+  // Polls fd for `events` until ready (true) or the deadline (false); throws
+  // when interrupted (if w.interruptible) or when poll fails.
+  bool wait_fd(short events, const Wait& w, const std::string& op, const std::string& what, bool breaks);
+  void send_all(const std::string& buf, const Wait& w, const std::string& op);
   // Reads one frame; times out with a message naming `waiting_for`.
-  wire::Frame recv_frame(Clock::time_point dl, const std::string& op, const std::string& waiting_for);
-  void exchange(const std::string& out, std::unordered_map<uint64_t, Want>& want, const std::string& op);
+  wire::Frame recv_frame(const Wait& w, const std::string& op, const std::string& waiting_for);
+  void exchange(const std::string& out, std::unordered_map<uint64_t, Want>& want, const std::string& op,
+                const Wait& w);
   void check_key(const std::string& key, const std::string& op) {
     if (key.size() > wire::kMaxKey)
       fail(dcclInvalidArgument, op, "key of " + std::to_string(key.size()) + " bytes (namespace included) exceeds " +
@@ -121,19 +147,19 @@ void Bootstrap::Impl::connect(const UniqueIdData& id, Clock::time_point dl) {
     std::this_thread::sleep_for(std::min<Clock::duration>(backoff, left));
     backoff = std::min(backoff * 2, std::chrono::milliseconds(500));
   }
-  fail(dcclTimeout, op, "the store at " + where + " was not reachable within " + ms_text() + " (" +
+  fail(dcclTimeout, op, "the store at " + where + " was not reachable within " + ms_text(timeout) + " (" +
                             std::to_string(attempts) + " attempts, last error: " + last +
                             "); is the root rank running, and is the address (DCCL_SOCKET_IFNAME) right?");
 }
 
-void Bootstrap::Impl::handshake(const UniqueIdData& id, int nranks, Clock::time_point dl) {
+void Bootstrap::Impl::handshake(const UniqueIdData& id, int nranks, const Wait& w) {
   const std::string op = "bootstrap connect";
   std::string out;
   wire::append_hello(out, id.secret, rank, nranks);
   wire::Frame f;
   try {
-    send_all(out, dl, op);
-    f = recv_frame(dl, op, "the store's answer to HELLO");
+    send_all(out, w, op);
+    f = recv_frame(w, op, "the store's answer to HELLO");
   } catch (const core::Error& e) {
     if (e.code() != dcclRemoteError) throw;
     core::raise(e.code(), std::string(e.what()) +
@@ -146,7 +172,25 @@ void Bootstrap::Impl::handshake(const UniqueIdData& id, int nranks, Clock::time_
                                   wire::type_name(f.type));
 }
 
-void Bootstrap::Impl::send_all(const std::string& buf, Clock::time_point dl, const std::string& op) {
+bool Bootstrap::Impl::wait_fd(short events, const Wait& w, const std::string& op, const std::string& what,
+                              bool breaks) {
+  for (;;) {
+    if (w.interruptible && interrupted.load(std::memory_order_acquire))
+      fail(dcclRemoteError, op, what + ": interrupted", breaks);
+    pollfd p[2] = {{fd.get(), events, 0}, {wake.get(), POLLIN, 0}};
+    // ms_until caps at ~24 days: a longer wait polls again until its deadline.
+    int n = ::poll(p, w.interruptible ? 2 : 1, net::ms_until(w.dl));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail(dcclSystemError, op, "poll: " + net::errno_text(errno));
+    }
+    if (p[0].revents != 0) return true;
+    if (n > 0) continue;  // the eventfd: the flag is checked at the top
+    if (Clock::now() >= w.dl) return false;
+  }
+}
+
+void Bootstrap::Impl::send_all(const std::string& buf, const Wait& w, const std::string& op) {
   size_t off = 0;
   while (off < buf.size()) {
     ssize_t n = ::send(fd.get(), buf.data() + off, buf.size() - off, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -157,11 +201,9 @@ void Bootstrap::Impl::send_all(const std::string& buf, Clock::time_point dl, con
     const int e = n < 0 ? errno : EIO;
     if (e == EINTR) continue;
     if (e == EAGAIN || e == EWOULDBLOCK) {
-      pollfd p{fd.get(), POLLOUT, 0};
-      int r = ::poll(&p, 1, net::ms_until(dl));
-      if (r < 0 && errno != EINTR) fail(dcclSystemError, op, "poll: " + net::errno_text(errno));
-      if (r == 0)
-        fail(dcclTimeout, op, "timed out after " + ms_text() + " sending to the store at " + where +
+      // Interrupted or timed out part-way through a frame: the stream is broken.
+      if (!wait_fd(POLLOUT, w, op, "sending to the store at " + where, off > 0))
+        fail(dcclTimeout, op, "timed out after " + ms_text(w.timeout) + " sending to the store at " + where +
                                   " (it is not reading)");
       continue;
     }
@@ -171,7 +213,7 @@ void Bootstrap::Impl::send_all(const std::string& buf, Clock::time_point dl, con
   }
 }
 
-wire::Frame Bootstrap::Impl::recv_frame(Clock::time_point dl, const std::string& op,
+wire::Frame Bootstrap::Impl::recv_frame(const Wait& w, const std::string& op,
                                         const std::string& waiting_for) {
   for (;;) {
     const size_t avail = in.size() - in_off;
@@ -193,14 +235,9 @@ wire::Frame Bootstrap::Impl::recv_frame(Clock::time_point dl, const std::string&
       in.erase(0, in_off);
       in_off = 0;
     }
-    pollfd p{fd.get(), POLLIN, 0};
-    int n = ::poll(&p, 1, net::ms_until(dl));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail(dcclSystemError, op, "poll: " + net::errno_text(errno));
-    }
-    if (n == 0)
-      fail(dcclTimeout, op, "timed out after " + ms_text() + " waiting for " + waiting_for +
+    // An interrupt between frames leaves the stream whole: late replies are dropped.
+    if (!wait_fd(POLLIN, w, op, "waiting for " + waiting_for + " from the store at " + where, false))
+      fail(dcclTimeout, op, "timed out after " + ms_text(w.timeout) + " waiting for " + waiting_for +
                                 " from the store at " + where, false);
     const size_t want = std::max<size_t>(size_t{64} << 10, r.need - avail);
     const size_t old = in.size();
@@ -218,9 +255,10 @@ wire::Frame Bootstrap::Impl::recv_frame(Clock::time_point dl, const std::string&
 }
 
 void Bootstrap::Impl::exchange(const std::string& out, std::unordered_map<uint64_t, Want>& want,
-                               const std::string& op) {
-  const auto dl = deadline();
-  send_all(out, dl, op);
+                               const std::string& op, const Wait& w) {
+  if (w.interruptible && interrupted.load(std::memory_order_acquire))
+    fail(dcclRemoteError, op, "interrupted", false);
+  send_all(out, w, op);
   while (!want.empty()) {
     std::string missing;
     size_t listed = 0;
@@ -231,7 +269,7 @@ void Bootstrap::Impl::exchange(const std::string& out, std::unordered_map<uint64
       }
       missing += (missing.empty() ? "" : ", ") + w.label;
     }
-    wire::Frame f = recv_frame(dl, op, missing);
+    wire::Frame f = recv_frame(w, op, missing);
     auto it = want.find(f.req);
     if (it == want.end()) {  // the answer to a request that timed out earlier
       DCCL_TRACE("rank %d: dropping a late %s (request %llu) from the store", rank, wire::type_name(f.type),
@@ -285,7 +323,7 @@ std::vector<std::string> Bootstrap::Impl::allgather(const std::string& mine, int
     want[next_req] = {&all[static_cast<size_t>(r)], "rank " + std::to_string(r)};
     wire::append_get(out, next_req++, key(k, r));
   }
-  exchange(out, want, op);
+  exchange(out, want, op, {deadline_after(timeout), timeout, true});
   all[static_cast<size_t>(rank)] = mine;
   return all;
 }
@@ -302,9 +340,11 @@ Bootstrap::Bootstrap(const UniqueIdData& id, int rank, int nranks, std::chrono::
                 "rank " + std::to_string(rank) + " / nranks " + std::to_string(nranks) + " is out of range");
   if (timeout.count() <= 0)
     impl_->fail(dcclInvalidArgument, "bootstrap connect", "timeout must be positive");
-  const auto dl = impl_->deadline();
-  impl_->connect(id, dl);
-  impl_->handshake(id, nranks, dl);
+  impl_->wake = net::Fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!impl_->wake) impl_->fail(dcclSystemError, "bootstrap connect", "eventfd: " + net::errno_text(errno));
+  const Wait w = impl_->plain_wait();
+  impl_->connect(id, w.dl);
+  impl_->handshake(id, nranks, w);
 }
 
 Bootstrap::~Bootstrap() {
@@ -321,19 +361,53 @@ void Bootstrap::set(const std::string& key, const std::string& value) {
   const uint64_t req = impl_->next_req++;
   wire::append_set(out, req, impl_->ns + key, value);
   std::unordered_map<uint64_t, Want> want{{req, {nullptr, "SET of '" + key + "'"}}};
-  impl_->exchange(out, want, op);
+  impl_->exchange(out, want, op, impl_->plain_wait());
 }
 
-std::string Bootstrap::get(const std::string& key) {
+std::string Bootstrap::get(const std::string& key) { return get(key, impl_->timeout); }
+
+std::string Bootstrap::get(const std::string& key, std::chrono::milliseconds timeout) {
   const std::string op = "bootstrap get '" + key + "'";
   impl_->check_usable(op);
+  if (timeout.count() <= 0) impl_->fail(dcclInvalidArgument, op, "timeout must be positive", false);
   impl_->check_key(impl_->ns + key, op);
   std::string out, value;
   const uint64_t req = impl_->next_req++;
   wire::append_get(out, req, impl_->ns + key);
   std::unordered_map<uint64_t, Want> want{{req, {&value, "key '" + impl_->ns + key + "'"}}};
-  impl_->exchange(out, want, op);
+  impl_->exchange(out, want, op, {deadline_after(timeout), timeout, true});
   return value;
+}
+
+void Bootstrap::lease(const std::string& key, const std::string& value) {
+  const std::string op = "bootstrap lease '" + key + "'";
+  impl_->check_usable(op);
+  impl_->check_key(impl_->ns + key, op);
+  if (value.size() > wire::kMaxValue)
+    impl_->fail(dcclInvalidArgument, op, "value of " + std::to_string(value.size()) + " bytes exceeds 16 MiB", false);
+  std::string out;
+  const uint64_t req = impl_->next_req++;
+  wire::append_lease(out, req, impl_->ns + key, value);
+  std::unordered_map<uint64_t, Want> want{{req, {nullptr, "LEASE of '" + key + "'"}}};
+  impl_->exchange(out, want, op, impl_->plain_wait());
+}
+
+void Bootstrap::unlease() {
+  const std::string op = "bootstrap unlease";
+  impl_->check_usable(op);
+  std::string out;
+  const uint64_t req = impl_->next_req++;
+  wire::append_unlease(out, req);
+  std::unordered_map<uint64_t, Want> want{{req, {nullptr, "UNLEASE"}}};
+  impl_->exchange(out, want, op, impl_->plain_wait());
+}
+
+void Bootstrap::interrupt() {
+  impl_->interrupted.store(true, std::memory_order_release);
+  const uint64_t one = 1;
+  ssize_t rc;
+  do rc = ::write(impl_->wake.get(), &one, sizeof(one));
+  while (rc < 0 && errno == EINTR);  // EAGAIN (counter full) still leaves it readable
 }
 
 std::vector<std::string> Bootstrap::allgather(const std::string& mine) {

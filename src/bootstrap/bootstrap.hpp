@@ -19,14 +19,37 @@ class Bootstrap {
   // `ns` prefixes every key, so several communicators can share one store.
   Bootstrap(const UniqueIdData& id, int rank, int nranks, std::chrono::milliseconds timeout,
             std::unique_ptr<StoreServer> server = nullptr, std::string ns = "");
+
+  // Does not hand a lease back: a held lease fires when the connection closes,
+  // as it would if the process died. Call unlease() first on a graceful exit.
   ~Bootstrap();
 
   void set(const std::string& key, const std::string& value);
-  // Blocks until the key exists or the timeout expires (dcclTimeout).
+  // Blocks until the key exists or the timeout expires (dcclTimeout): the
+  // constructor's timeout, or `timeout` (> 0; hours or more are fine).
   std::string get(const std::string& key);
+  std::string get(const std::string& key, std::chrono::milliseconds timeout);
   // Every rank's blob, indexed by rank. Each call is a new round.
   std::vector<std::string> allgather(const std::string& mine);
   void barrier();
+
+  // Failure lease: if this connection closes while the lease is held (the
+  // process exits or dies, the connection breaks, this object is destroyed),
+  // the store sets `key` to `value` unless the key already exists, waking its
+  // waiters. One lease per connection: a new one replaces the old. Throws
+  // dcclRemoteError when the store is full (or predates leases).
+  void lease(const std::string& key, const std::string& value);
+  // Drops this connection's lease, if any (graceful exit).
+  void unlease();
+
+  // The one call that may come from another thread while this object is in use:
+  // the get(), allgather() or barrier() in progress, and every later one, throws
+  // core::Error(dcclRemoteError) whose message says "interrupted". set(),
+  // lease() and unlease(), which the store answers at once, still work, so the
+  // interrupted thread can unlease() before it leaves. The connection stays
+  // open. Must not overlap the destructor.
+  void interrupt();
+
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
 

@@ -1,5 +1,6 @@
 // The store server's protocol: the HELLO check, SET/GET/DEL, parked GETs
-// answered when their key is set; and StoreServer::start.
+// answered when their key is set, leases (a SET performed when the leasing
+// connection closes); and StoreServer::start.
 #include <netinet/in.h>
 #include <sys/eventfd.h>
 
@@ -100,30 +101,75 @@ void Server::handle(uint64_t cid, Conn& c, wire::Frame& f) {
       mark(cid, c);
       break;
     }
+    case FrameType::Lease: on_lease(cid, c, f); break;
+    case FrameType::Unlease:
+      if (c.leased) {
+        lease_bytes_ -= c.lease_bytes();
+        c.leased = false;
+        DCCL_TRACE("%s: %s released its lease on '%s'", where_.c_str(), who(c).c_str(), c.lease_key.c_str());
+        c.lease_key.clear();
+        c.lease_value.clear();
+      }
+      wire::append_ok(c.out, f.req);
+      mark(cid, c);
+      break;
     default:
       kill(c, std::string("unexpected ") + wire::type_name(f.type) + " frame from a client", true);
   }
 }
 
+bool Server::admit(uint64_t cid, Conn& c, uint64_t req, const char* what, size_t old, size_t add) {
+  const size_t held = total_bytes_ + lease_bytes_;
+  if (held - old + add <= lim_.max_total_bytes) return true;
+  std::string why = "store full: " + std::to_string(held) + " bytes held (values and leases), " + what +
+                    " of " + std::to_string(add) + " would pass the limit of " +
+                    std::to_string(lim_.max_total_bytes);
+  DCCL_WARN("%s: %s from %s", where_.c_str(), why.c_str(), who(c).c_str());
+  wire::append_error(c.out, req, why);
+  mark(cid, c);
+  return false;
+}
+
 void Server::on_set(uint64_t cid, Conn& c, wire::Frame& f) {
   auto it = kv_.find(f.key);
   const size_t old = it == kv_.end() ? 0 : it->first.size() + it->second.size();
-  const size_t add = f.key.size() + f.value.size();
-  if (total_bytes_ - old + add > lim_.max_total_bytes) {
-    std::string why = "store full: " + std::to_string(total_bytes_) + " bytes held, SET of " +
-                      std::to_string(add) + " would pass the limit of " +
-                      std::to_string(lim_.max_total_bytes);
-    DCCL_WARN("%s: %s from %s", where_.c_str(), why.c_str(), who(c).c_str());
-    wire::append_error(c.out, f.req, why);
-    mark(cid, c);
-    return;
-  }
-  total_bytes_ = total_bytes_ - old + add;
-  std::string& stored = kv_[f.key];
-  stored = std::move(f.value);
+  if (!admit(cid, c, f.req, "SET", old, f.key.size() + f.value.size())) return;
   wire::append_ok(c.out, f.req);
   mark(cid, c);
-  auto w = waiting_.find(f.key);
+  put(f.key, std::move(f.value));
+}
+
+void Server::on_lease(uint64_t cid, Conn& c, wire::Frame& f) {
+  // The lease's bytes are reserved now, so that firing it never fails for space.
+  if (!admit(cid, c, f.req, "LEASE", c.lease_bytes(), f.key.size() + f.value.size())) return;
+  lease_bytes_ -= c.lease_bytes();
+  c.leased = true;
+  c.lease_key = std::move(f.key);
+  c.lease_value = std::move(f.value);
+  lease_bytes_ += c.lease_bytes();
+  DCCL_TRACE("%s: %s leased '%s'", where_.c_str(), who(c).c_str(), c.lease_key.c_str());
+  wire::append_ok(c.out, f.req);
+  mark(cid, c);
+}
+
+void Server::fire_lease(Conn& c) {
+  if (kv_.contains(c.lease_key)) {
+    DCCL_TRACE("%s: %s closed holding a lease on '%s', which is already set", where_.c_str(), who(c).c_str(),
+               c.lease_key.c_str());
+    return;
+  }
+  DCCL_WARN("%s: %s closed while holding a lease (%s): setting '%s'", where_.c_str(), who(c).c_str(),
+            c.why.c_str(), c.lease_key.c_str());
+  put(c.lease_key, std::move(c.lease_value));
+}
+
+void Server::put(const std::string& key, std::string value) {
+  auto it = kv_.find(key);
+  if (it != kv_.end()) total_bytes_ -= it->first.size() + it->second.size();
+  total_bytes_ += key.size() + value.size();
+  std::string& stored = kv_[key];
+  stored = std::move(value);
+  auto w = waiting_.find(key);
   if (w == waiting_.end()) return;
   std::vector<Waiter> ws = std::move(w->second);
   waiting_.erase(w);
@@ -132,7 +178,7 @@ void Server::on_set(uint64_t cid, Conn& c, wire::Frame& f) {
     if (ci == conns_.end()) continue;
     Conn& o = ci->second;
     --o.parked;
-    auto pk = o.parked_keys.find(f.key);
+    auto pk = o.parked_keys.find(key);
     if (pk != o.parked_keys.end() && --pk->second == 0) o.parked_keys.erase(pk);
     if (o.dead) continue;
     wire::append_value(o.out, x.req, stored);

@@ -1,5 +1,6 @@
 // Store server plumbing: one thread, non-blocking sockets, poll(). An eventfd
 // wakes the thread for shutdown; the destructor then drains briefly and joins.
+// A connection closed for any reason but that shutdown fires its lease.
 #include <netinet/in.h>
 #include <poll.h>
 #include <unistd.h>
@@ -20,7 +21,7 @@ void Server::run() {
   }
   std::vector<uint64_t> ids;
   for (auto& [id, c] : conns_) ids.push_back(id);
-  for (uint64_t id : ids) close_conn(id);
+  for (uint64_t id : ids) close_conn(id, /*shutdown=*/!conns_[id].dead);  // dead: closed by the peer or a fault
 }
 
 void Server::loop() {
@@ -190,7 +191,7 @@ void Server::flush(Conn& c) {
   }
 }
 
-void Server::close_conn(uint64_t cid) {
+void Server::close_conn(uint64_t cid, bool shutdown) {
   auto it = conns_.find(cid);
   if (it == conns_.end()) return;
   Conn& c = it->second;
@@ -205,6 +206,11 @@ void Server::close_conn(uint64_t cid) {
   else
     DCCL_TRACE("%s: closing connection from %s: %s", where_.c_str(), who(c).c_str(),
                c.dead ? c.why.c_str() : "store shutting down");
+  if (c.leased) {
+    lease_bytes_ -= c.lease_bytes();  // the reservation now becomes the value, if it is stored
+    c.leased = false;
+    if (!shutdown) fire_lease(c);
+  }
   conns_.erase(it);
 }
 

@@ -1,6 +1,6 @@
 // Private to the bootstrap layer: the store server's state. store_io.cc holds
 // the socket plumbing (poll loop, accept, read, write, close), store.cc the
-// protocol (HELLO check, SET/GET/DEL, parked GETs) and StoreServer::start.
+// protocol (HELLO check, SET/GET/DEL, leases, parked GETs) and StoreServer::start.
 #pragma once
 #include <unistd.h>
 
@@ -28,6 +28,9 @@ struct Conn {
   size_t in_off = 0, out_off = 0;
   size_t parked = 0;
   std::unordered_map<std::string, size_t> parked_keys;  // key -> GETs parked on it
+  bool leased = false;  // LEASE held: SET(lease_key, lease_value) when the connection closes
+  std::string lease_key, lease_value;
+  size_t lease_bytes() const { return leased ? lease_key.size() + lease_value.size() : 0; }
   bool dirty = false;  // has output queued since the last flush
   bool dead = false, warn = false;
   std::string why;
@@ -62,6 +65,14 @@ class Server final : public StoreServer {
   void process(uint64_t cid, Conn& c);
   void handle(uint64_t cid, Conn& c, wire::Frame& f);
   void on_set(uint64_t cid, Conn& c, wire::Frame& f);
+  void on_lease(uint64_t cid, Conn& c, wire::Frame& f);
+  // False (and ERROR queued for `req`) when replacing `old` held bytes by `add`
+  // would pass max_total_bytes; values and leases both count.
+  bool admit(uint64_t cid, Conn& c, uint64_t req, const char* what, size_t old, size_t add);
+  // Stores key = value (the caller has admitted it) and answers the GETs parked on the key.
+  void put(const std::string& key, std::string value);
+  // Performs the SET a closing connection's lease promised, unless the key exists.
+  void fire_lease(Conn& c);
   void flush(Conn& c);
   // Output is flushed once per loop turn, however many frames were queued.
   void mark(uint64_t cid, Conn& c) {
@@ -75,7 +86,8 @@ class Server final : public StoreServer {
     c.warn = warn;
     c.why = std::move(why);
   }
-  void close_conn(uint64_t cid);
+  // `shutdown`: the store is stopping; the connection's lease does not fire.
+  void close_conn(uint64_t cid, bool shutdown = false);
   bool drained(Clock::time_point now);
   std::string who(const Conn& c) const {
     std::string s = c.peer;
@@ -91,7 +103,8 @@ class Server final : public StoreServer {
   std::unordered_map<uint64_t, Conn> conns_;
   uint64_t next_conn_ = 1;
   std::unordered_map<std::string, std::string> kv_;
-  size_t total_bytes_ = 0;
+  size_t total_bytes_ = 0;  // keys + values in kv_
+  size_t lease_bytes_ = 0;  // keys + values held by leases
   std::unordered_map<std::string, std::vector<Waiter>> waiting_;
   std::vector<uint64_t> dirty_;
   std::vector<char> buf_ = std::vector<char>(size_t{64} << 10);

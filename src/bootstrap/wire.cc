@@ -18,11 +18,13 @@ bool bounds_of(uint8_t type, Bounds* b) {
     case FrameType::Hello: *b = {kHelloPayload, kHelloPayload}; return true;
     case FrameType::Welcome: *b = {4, 4}; return true;
     case FrameType::Refused: *b = {0, kMaxReason}; return true;
-    case FrameType::Set: *b = {12, 12 + kMaxKey + kMaxValue}; return true;
+    case FrameType::Set:
+    case FrameType::Lease: *b = {12, 12 + kMaxKey + kMaxValue}; return true;
     case FrameType::Get:
     case FrameType::Del: *b = {8, 8 + kMaxKey}; return true;
     case FrameType::Value: *b = {8, 8 + kMaxValue}; return true;
-    case FrameType::Ok: *b = {8, 8}; return true;
+    case FrameType::Ok:
+    case FrameType::Unlease: *b = {8, 8}; return true;
     case FrameType::Error: *b = {8, 8 + kMaxReason}; return true;
   }
   return false;
@@ -75,12 +77,15 @@ const char* type_name(FrameType t) {
     case FrameType::Value: return "VALUE";
     case FrameType::Ok: return "OK";
     case FrameType::Error: return "ERROR";
+    case FrameType::Lease: return "LEASE";
+    case FrameType::Unlease: return "UNLEASE";
   }
   return "UNKNOWN";
 }
 
 bool is_client_frame(FrameType t) {
-  return t == FrameType::Hello || t == FrameType::Set || t == FrameType::Get || t == FrameType::Del;
+  return t == FrameType::Hello || t == FrameType::Set || t == FrameType::Get || t == FrameType::Del ||
+         t == FrameType::Lease || t == FrameType::Unlease;
 }
 
 ParseResult parse_frame(const uint8_t* data, size_t size) {
@@ -133,14 +138,16 @@ ParseResult parse_frame(const uint8_t* data, size_t size) {
       break;
     case FrameType::Welcome: f.version = get_u32(p); break;
     case FrameType::Refused: f.value = rest(p); break;
-    case FrameType::Set: {
+    case FrameType::Set:
+    case FrameType::Lease: {
+      const auto name = [ft] { return std::string(type_name(ft)); };  // error paths only
       f.req = get_u64(p);
       const uint32_t klen = get_u32(p + 8);
       const size_t avail = static_cast<size_t>(end - (p + 12));
-      if (klen > kMaxKey) return malformed("SET key length " + std::to_string(klen) + " exceeds 1024");
+      if (klen > kMaxKey) return malformed(name() + " key length " + std::to_string(klen) + " exceeds 1024");
       if (klen > avail)
-        return malformed("SET key length " + std::to_string(klen) + " exceeds the frame");
-      if (avail - klen > kMaxValue) return malformed("SET value exceeds 16 MiB");
+        return malformed(name() + " key length " + std::to_string(klen) + " exceeds the frame");
+      if (avail - klen > kMaxValue) return malformed(name() + " value exceeds 16 MiB");
       f.key.assign(reinterpret_cast<const char*>(p + 12), klen);
       f.value = rest(p + 12 + klen);
       break;
@@ -155,7 +162,8 @@ ParseResult parse_frame(const uint8_t* data, size_t size) {
       f.req = get_u64(p);
       f.value = rest(p + 8);
       break;
-    case FrameType::Ok: f.req = get_u64(p); break;
+    case FrameType::Ok:
+    case FrameType::Unlease: f.req = get_u64(p); break;
   }
   r.status = ParseStatus::Ok;
   r.consumed = total;
@@ -182,14 +190,22 @@ void append_refused(std::string& out, std::string_view reason) {
   out.append(reason);
 }
 
-void append_set(std::string& out, uint64_t req, std::string_view key, std::string_view value) {
+static void append_keyed_value(std::string& out, FrameType t, uint64_t req, std::string_view key,
+                               std::string_view value) {
   check_len("key", key.size(), kMaxKey);
   check_len("value", value.size(), kMaxValue);
-  put_header(out, FrameType::Set, 12 + key.size() + value.size());
+  put_header(out, t, 12 + key.size() + value.size());
   put_u64(out, req);
   put_u32(out, static_cast<uint32_t>(key.size()));
   out.append(key);
   out.append(value);
+}
+
+void append_set(std::string& out, uint64_t req, std::string_view key, std::string_view value) {
+  append_keyed_value(out, FrameType::Set, req, key, value);
+}
+void append_lease(std::string& out, uint64_t req, std::string_view key, std::string_view value) {
+  append_keyed_value(out, FrameType::Lease, req, key, value);
 }
 
 static void append_keyed(std::string& out, FrameType t, uint64_t req, std::string_view key) {
@@ -215,6 +231,11 @@ void append_value(std::string& out, uint64_t req, std::string_view value) {
 
 void append_ok(std::string& out, uint64_t req) {
   put_header(out, FrameType::Ok, 8);
+  put_u64(out, req);
+}
+
+void append_unlease(std::string& out, uint64_t req) {
+  put_header(out, FrameType::Unlease, 8);
   put_u64(out, req);
 }
 

@@ -11,6 +11,14 @@
 //   VALUE   s->c  u64 req, value
 //   OK      s->c  u64 req
 //   ERROR   s->c  u64 req, reason text
+//   LEASE   c->s  u64 req, u32 keylen, key, value                 (answered by OK or ERROR)
+//   UNLEASE c->s  u64 req                                         (answered by OK)
+// LEASE: the store remembers (key, value) for this connection (one lease per
+// connection; a new LEASE replaces the old). When the connection closes for any
+// reason other than the store shutting down while a lease is held, the store
+// performs SET(key, value) unless the key already exists, waking the GETs parked
+// on it. UNLEASE drops the connection's lease (graceful exit). Both were added
+// within version 1: an older store closes a connection that sends them.
 // Sizes are bounded (key <= 1 KiB, value <= 16 MiB, reason <= 1 KiB), so a frame
 // never exceeds kMaxFrameLen and the parser never allocates more than that.
 #pragma once
@@ -41,18 +49,20 @@ enum class FrameType : uint8_t {
   Value = 7,
   Ok = 8,
   Error = 9,
+  Lease = 10,
+  Unlease = 11,
 };
 const char* type_name(FrameType t);
-bool is_client_frame(FrameType t);  // HELLO, SET, GET, DEL
+bool is_client_frame(FrameType t);  // HELLO, SET, GET, DEL, LEASE, UNLEASE
 
 struct Frame {
   FrameType type = FrameType::Ok;
-  uint64_t req = 0;                  // SET GET DEL VALUE OK ERROR
+  uint64_t req = 0;                  // SET GET DEL VALUE OK ERROR LEASE UNLEASE
   uint32_t version = 0;              // HELLO WELCOME
   std::array<uint8_t, 16> secret{};  // HELLO
   int32_t rank = 0, nranks = 0;      // HELLO (0 <= rank < nranks)
-  std::string key;                   // SET GET DEL
-  std::string value;                 // SET VALUE; the reason for REFUSED and ERROR
+  std::string key;                   // SET GET DEL LEASE
+  std::string value;                 // SET VALUE LEASE; the reason for REFUSED and ERROR
 };
 
 enum class ParseStatus { NeedMore, Ok, Malformed };
@@ -83,5 +93,7 @@ void append_del(std::string& out, uint64_t req, std::string_view key);
 void append_value(std::string& out, uint64_t req, std::string_view value);
 void append_ok(std::string& out, uint64_t req);
 void append_error(std::string& out, uint64_t req, std::string_view reason);
+void append_lease(std::string& out, uint64_t req, std::string_view key, std::string_view value);
+void append_unlease(std::string& out, uint64_t req);
 
 }  // namespace dccl::boot::wire

@@ -76,7 +76,8 @@ void Ctx::recv(int peer, void* p, size_t bytes, uint32_t step, Xfer& x) {
 
 void Ctx::check_failed() const {
   if (in_.failed && in_.failed->load(std::memory_order_acquire))
-    stop(dcclRemoteError, core::describe(in_.rank, in_.name, "stopped: " + *in_.failure));
+    stop(in_.failure_code ? *in_.failure_code : dcclRemoteError,
+         core::describe(in_.rank, in_.name, "stopped: " + *in_.failure));
 }
 
 bool Ctx::poll(Xfer& x) {

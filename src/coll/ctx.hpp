@@ -45,6 +45,7 @@ struct CtxInit {
   // is written before and names it. Waits then stop with dcclRemoteError.
   const std::atomic<bool>* failed = nullptr;
   const std::string* failure = nullptr;
+  const dcclResult_t* failure_code = nullptr;
   std::string name;  // e.g. "all_reduce #12 (ring)"
 };
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <thread>
 #include <cinttypes>
 
 #include "core/log.hpp"
@@ -66,7 +67,7 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   res_.failed = &failed_;
   res_.failure = &failure_;
   watchdog_ = std::make_unique<Watchdog>(id, rank, nranks, ns, *boot_, boot_mu_,
-                                         [this](const std::string& t) { set_failed(t); });
+                                         [this](dcclResult_t c, const std::string& t) { set_failed(c, t); });
   // Every rank has every address (and watches for failures) before anyone sends.
   boot_->barrier();
   DCCL_INFO("communicator ready: %d ranks, provider %s", nranks, provider_.c_str());
@@ -133,15 +134,17 @@ std::string Communicator::async_error_text() const {
   return async_text_;
 }
 
-void Communicator::set_failed(const std::string& text) {
+void Communicator::set_failed(dcclResult_t code, const std::string& text) {
   {
     std::lock_guard<std::mutex> lk(err_mu_);
     if (failed_.load()) return;
     failure_ = text;
+    failure_code_ = code;
+    res_.failure_code = code;
     failed_.store(true, std::memory_order_release);
     if (async_code_.load() == dcclSuccess) {
       async_text_ = text;
-      async_code_.store(dcclRemoteError);
+      async_code_.store(code);
     }
   }
   order_cv_.notify_all();
@@ -181,10 +184,22 @@ void Communicator::run_ticket(uint64_t ticket, const std::vector<sched::Op>& ops
   try {
     sched::execute(res_, ops);
   } catch (const Error& e) {
+    if (!failed_.load() && (e.code() == dcclRemoteError || e.code() == dcclSystemError)) {
+      // A transport error here is often the echo of another rank's failure (its
+      // peers cancel or vanish): give the watcher a moment to bring the root cause.
+      auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+      while (!failed_.load() && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (failed_.load() && std::string(e.what()).find(failure_) == std::string::npos) {
+      Error root(failure_code_, describe(rank_, "operation", "stopped: " + failure_ + " (seen here as: " + e.what() + ")"));
+      record_error(root);
+      throw root;
+    }
     record_error(e);
     if (!failed_.load()) {  // this rank found the problem: stop everyone
-      watchdog_->announce(e.what());
-      set_failed(e.what());
+      watchdog_->announce(e.code(), e.what());
+      set_failed(e.code(), e.what());
     }
     throw;
   }
@@ -206,8 +221,8 @@ void Communicator::submit(std::vector<sched::Op> ops, sched::Stream* stream) {
 void Communicator::abort() {
   aborted_.store(true);
   std::string text = "rank " + std::to_string(rank_) + " aborted the communicator";
-  if (!failed_.load() && watchdog_) watchdog_->announce(text);
-  set_failed(text);
+  if (!failed_.load() && watchdog_) watchdog_->announce(dcclRemoteError, text);
+  set_failed(dcclRemoteError, text);
   order_cv_.notify_all();
 }
 

@@ -50,7 +50,7 @@ class Communicator {
   void run_ticket(uint64_t ticket, const std::vector<sched::Op>& ops);
   void record_error(const Error& e);
   // Stops this communicator's work: in-flight waits and later calls fail with `text`.
-  void set_failed(const std::string& text);
+  void set_failed(dcclResult_t code, const std::string& text);
   void check_same_settings();
 
   Config cfg_;
@@ -60,6 +60,7 @@ class Communicator {
   std::mutex boot_mu_;
   std::atomic<bool> failed_{false};
   std::string failure_;  // written once, before failed_ is set
+  dcclResult_t failure_code_ = dcclRemoteError;
   std::unique_ptr<Watchdog> watchdog_;
   std::unique_ptr<net::Transport> net_;
   std::unique_ptr<tune::Tuner> tuner_;

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include "core/error.hpp"
 #include "core/log.hpp"
 
@@ -9,24 +11,37 @@ namespace dccl::core {
 
 namespace {
 constexpr const char* kKey = "failed";
+// The announcement carries the result code: "<code>|<text>".
+std::string encode(dcclResult_t code, const std::string& text) { return std::to_string(code) + "|" + text; }
+void decode(const std::string& v, dcclResult_t* code, std::string* text) {
+  auto bar = v.find('|');
+  *code = dcclRemoteError;
+  *text = v;
+  if (bar == std::string::npos || bar == 0 || bar > 3) return;
+  int c = atoi(v.substr(0, bar).c_str());
+  if (c > 0 && c < dcclNumResults) *code = static_cast<dcclResult_t>(c);
+  *text = v.substr(bar + 1);
 }
+}  // namespace
 
 Watchdog::Watchdog(const boot::UniqueIdData& id, int rank, int nranks, const std::string& ns,
-                   boot::Bootstrap& boot, std::mutex& boot_mu, std::function<void(const std::string&)> on_failure)
+                   boot::Bootstrap& boot, std::mutex& boot_mu, std::function<void(dcclResult_t, const std::string&)> on_failure)
     : boot_(boot), boot_mu_(boot_mu) {
   char host[64] = {0};
   gethostname(host, sizeof(host) - 1);
   {
     std::lock_guard<std::mutex> lk(boot_mu_);
-    boot_.lease(kKey, "rank " + std::to_string(rank) + " (pid " + std::to_string(getpid()) + " on " + host +
-                          ") exited or lost its connection without destroying its communicator");
+    boot_.lease(kKey, encode(dcclRemoteError, "rank " + std::to_string(rank) + " (pid " + std::to_string(getpid()) + " on " + host +
+                          ") exited or lost its connection without destroying its communicator"));
   }
   watch_ = std::make_unique<boot::Bootstrap>(id, rank, nranks, std::chrono::milliseconds(60000), nullptr, ns);
   thread_ = std::thread([this, rank, on_failure = std::move(on_failure)] {
     log_set_rank(rank);
     try {
-      std::string text = watch_->get(kKey, std::chrono::hours(24 * 365));
-      on_failure(text);
+      dcclResult_t code;
+      std::string text;
+      decode(watch_->get(kKey, std::chrono::hours(24 * 365)), &code, &text);
+      on_failure(code, text);
     } catch (const Error& e) {
       // Interrupted at destroy, or the store went away (its host finished first, or
       // died): from here on failures are caught by the operation timeouts only.
@@ -42,10 +57,10 @@ Watchdog::~Watchdog() {
   thread_.join();
 }
 
-void Watchdog::announce(const std::string& text) {
+void Watchdog::announce(dcclResult_t code, const std::string& text) {
   std::lock_guard<std::mutex> lk(boot_mu_);
   try {
-    boot_.set(kKey, text);
+    boot_.set(kKey, encode(code, text));
   } catch (const Error& e) {
     DCCL_WARN("could not announce the failure to the other ranks: %s", e.what());
   }

@@ -18,11 +18,12 @@ namespace dccl::core {
 class Watchdog {
  public:
   // `boot` is the communicator's own store connection (used under `boot_mu`).
+  // on_failure(code, text): the failure another rank announced (or this rank's own).
   Watchdog(const boot::UniqueIdData& id, int rank, int nranks, const std::string& ns, boot::Bootstrap& boot,
-           std::mutex& boot_mu, std::function<void(const std::string&)> on_failure);
+           std::mutex& boot_mu, std::function<void(dcclResult_t, const std::string&)> on_failure);
   ~Watchdog();  // stops the watcher
   // Tells every rank that this one failed (first announcement wins).
-  void announce(const std::string& text);
+  void announce(dcclResult_t code, const std::string& text);
   // Graceful exit: this rank's leaving is not a failure.
   void release();
 

@@ -1,3 +1,4 @@
+#include <cstdlib>
 #include "net/blob.hpp"
 
 #include <unistd.h>
@@ -10,7 +11,7 @@
 namespace dccl::net {
 
 namespace {
-constexpr char kMagic[4] = {'D', 'N', 'B', '1'};
+constexpr char kMagic[4] = {'D', 'N', 'B', '2'};
 
 void put_str(std::string& out, const std::string& s) {
   if (s.size() > 0xffff) core::raise(dcclInternalError, "blob field too long");
@@ -46,6 +47,7 @@ std::string Blob::encode() const {
   std::string out(kMagic, sizeof(kMagic));
   put_str(out, host);
   put_str(out, boot_id);
+  put_str(out, std::to_string(pid));
   if (endpoints.size() > 255) core::raise(dcclInternalError, "too many endpoints in blob");
   out.push_back(static_cast<char>(endpoints.size()));
   for (const auto& [prov, addr] : endpoints) {
@@ -63,6 +65,13 @@ Blob Blob::decode(const std::string& bytes, const std::string& whose) {
   Blob b;
   b.host = r.str();
   b.boot_id = r.str();
+  {
+    std::string p = r.str();
+    char* end = nullptr;
+    long v = strtol(p.c_str(), &end, 10);
+    if (p.empty() || *end || v < 0) r.bad();
+    b.pid = static_cast<int>(v);
+  }
   size_t n = r.u8();
   for (size_t i = 0; i < n; ++i) {
     std::string prov = r.str();

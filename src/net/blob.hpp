@@ -10,6 +10,7 @@ namespace dccl::net {
 struct Blob {
   std::string host;     // gethostname()
   std::string boot_id;  // /proc/sys/kernel/random/boot_id: tells apart hosts sharing a name
+  int pid = 0;          // the rank's process (same-host peers watch it for exit)
   std::vector<std::pair<std::string, std::string>> endpoints;  // provider -> fi_getname bytes
 
   std::string encode() const;

@@ -207,6 +207,10 @@ int Endpoint::try_post_locked(Op* op, const char** call) {
     }
     d = fi_mr_desc(op->mr.get());
   }
+  if (op->send && alive_ && !alive_(op->addr)) {
+    *call = "peer check";
+    return -FI_EHOSTDOWN;  // the peer's process has exited
+  }
   *call = op->send ? "fi_tsend" : "fi_trecv";
   ssize_t rc = op->send ? fi_tsend(ep_.get(), op->buf, op->len, d, op->addr, op->tag, &op->ctx)
                         : fi_trecv(ep_.get(), op->buf, op->len, d, op->addr, op->tag, 0, &op->ctx);

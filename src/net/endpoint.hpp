@@ -2,6 +2,7 @@
 // plus the operations in flight on it. All calls into the domain hold `mu_`
 // (FI_THREAD_DOMAIN), so several threads may post and progress at once.
 #pragma once
+#include <functional>
 #include <rdma/fi_endpoint.h>
 
 #include <cstdint>
@@ -69,6 +70,9 @@ class Endpoint {
   // with a peer) waits in a FIFO backlog per direction, posted by progress() in order, so
   // FI_ORDER_SAS and receive matching order still follow the order of the calls.
   // Throws core::Error(dcclSystemError) on other failures, `req` marked failed.
+  // Same-host peers: a send to a process that has exited is refused instead of
+  // posted (shm would spin forever on a lock the dead process held).
+  void set_liveness(std::function<bool(fi_addr_t)> alive) { alive_ = std::move(alive); }
   void post(bool send, fi_addr_t addr, void* buf, size_t len, uint64_t tag, void* desc,
             Request* req);
 
@@ -94,6 +98,7 @@ class Endpoint {
   int rank_;
   bool mr_local_ = false;
   size_t max_part_ = 0;
+  std::function<bool(fi_addr_t)> alive_;
   std::string address_;
   InfoPtr info_;
   // Declaration order is the reverse of the order fi_close must run in.

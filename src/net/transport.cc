@@ -1,3 +1,7 @@
+#include <map>
+#include <unistd.h>
+#include <sys/syscall.h>
+#include <poll.h>
 // Transport: routes each peer to an endpoint (shm on the same host, tcp;ofi_rxm across
 // hosts, or one forced provider), posts tagged messages and drives completions.
 #include "net/transport.hpp"
@@ -42,7 +46,9 @@ std::string hex(uint64_t v) {
 class FabricTransport final : public Transport {
  public:
   explicit FabricTransport(const TransportOptions& o);
-  ~FabricTransport() override = default;
+  ~FabricTransport() override {
+    for (auto& [a, fd] : pidfds_) close(fd);
+  }
 
   std::string local_blob() const override;
   void connect(const std::vector<std::string>& blobs) override;
@@ -82,6 +88,7 @@ class FabricTransport final : public Transport {
   Blob self_;
   std::vector<std::unique_ptr<Endpoint>> eps_;
   std::vector<Route> routes_;
+  std::map<fi_addr_t, int> pidfds_;  // same-host shm peers' processes
   bool connected_ = false;
 };
 
@@ -103,6 +110,7 @@ FabricTransport::FabricTransport(const TransportOptions& o) : opts_(o) {
   }
   self_.host = o.host.empty() ? local_hostname() : o.host;
   self_.boot_id = local_boot_id();
+  self_.pid = getpid();
 
   std::string why;
   if (!forced_.empty()) {
@@ -194,6 +202,10 @@ void FabricTransport::connect(const std::vector<std::string>& blobs) {
                                           : "; every rank must use the same DCCL_PROVIDER")));
     routes[r].ep = ep;
     routes[r].addr = ep->insert(*addr, static_cast<int>(r));
+    if (prov == kShmProvider && static_cast<int>(r) != rank && b.pid > 0) {
+      int fd = static_cast<int>(syscall(SYS_pidfd_open, b.pid, 0));
+      if (fd >= 0) pidfds_[routes[r].addr] = fd;
+    }
     for (size_t i = 0; i < eps_.size(); ++i)
       if (eps_[i].get() == ep) ++users[i];
   }
@@ -208,6 +220,14 @@ void FabricTransport::connect(const std::vector<std::string>& blobs) {
   }
   eps_ = std::move(keep);
   routes_ = std::move(routes);
+  for (auto& ep : eps_)
+    if (ep->provider() == kShmProvider && !pidfds_.empty())
+      ep->set_liveness([this](fi_addr_t a) {
+        auto it = pidfds_.find(a);
+        if (it == pidfds_.end()) return true;
+        pollfd p{it->second, POLLIN, 0};
+        return poll(&p, 1, 0) == 0;  // readable once the process has exited
+      });
   connected_ = true;
   DCCL_INFO("net: rank %d of %d on %s uses %s", rank, opts_.nranks, self_.host.c_str(),
             log.c_str());

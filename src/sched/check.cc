@@ -54,6 +54,7 @@ void check_signature(Resources& res, const Op& op) {
   in.timeout_ms = res.timeout_ms;
   in.failed = res.failed;
   in.failure = res.failure;
+  in.failure_code = &res.failure_code;
   in.name = "DCCL_CHECK of " + text(mine);
   coll::Ctx ctx(in);
   std::vector<Sig> theirs(static_cast<size_t>(n));

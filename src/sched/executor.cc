@@ -58,6 +58,7 @@ coll::CtxInit base_init(Resources& res, const Op& op, const std::string& name) {
   in.timeout_ms = res.timeout_ms;
   in.failed = res.failed;
   in.failure = res.failure;
+  in.failure_code = &res.failure_code;
   return in;
 }
 

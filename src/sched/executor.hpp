@@ -27,6 +27,7 @@ struct Resources {
   bool check = false;  // DCCL_CHECK
   const std::atomic<bool>* failed = nullptr;  // see coll::CtxInit
   const std::string* failure = nullptr;
+  dcclResult_t failure_code = dcclRemoteError;
 };
 
 // Executes `ops` (one call, or a group of calls on one communicator): send/recv are

@@ -431,9 +431,10 @@ TEST(Transport, UnknownProviderIsUnavailable) {
 }
 
 TEST(Transport, BlobRoundTrip) {
-  Blob b{"host-a", "boot", {{"shm", std::string("a\0b", 3)}, {"tcp;ofi_rxm", "xyz"}}};
+  Blob b{"host-a", "boot", 4242, {{"shm", std::string("a\0b", 3)}, {"tcp;ofi_rxm", "xyz"}}};
   Blob d = Blob::decode(b.encode(), "test");
   EXPECT_EQ(d.host, "host-a");
+  EXPECT_EQ(d.pid, 4242);
   EXPECT_EQ(*d.address_for("shm"), std::string("a\0b", 3));
   EXPECT_EQ(*d.address_for("tcp;ofi_rxm"), "xyz");
   EXPECT_EQ(d.address_for("sockets"), nullptr);
