@@ -4,6 +4,7 @@
 #include "api/group.hpp"
 #include "api/handles.hpp"
 #include "core/types.hpp"
+#include "mem/backend.hpp"
 
 using namespace dccl;
 using tune::Coll;
@@ -32,6 +33,30 @@ struct Check {
   void buf(const void* p, size_t count, const char* name) const {
     if (p == nullptr && count > 0) bad(std::string(name) + " is NULL");
   }
+  // A device buffer must lie inside one live allocation (host memory cannot be
+  // checked). The data path would find out only while running, and an error
+  // there fails the communicator for good.
+  void mem(const void* p, size_t count, dcclDataType_t t, size_t mult, const char* name) const {
+    if (p == nullptr || count == 0) return;
+    mem::Backend& be = mem::backend_of(p);
+    if (be.kind() == mem::Kind::Host) return;
+    const size_t bytes = count * core::dtype_size(t) * mult;  // bounded by count()
+    void* base = nullptr;
+    size_t size = 0;
+    if (!be.range_of(p, &base, &size) ||
+        bytes > size - static_cast<size_t>(static_cast<const char*>(p) - static_cast<const char*>(base)))
+      bad(std::string(name) + " (" + std::to_string(bytes) + " bytes) is not inside one live " + be.name() +
+          " allocation");
+  }
+  // Both buffers must be the same kind of memory (as the data path requires).
+  void same_kind(const void* send, const void* recv) const {
+    if (send == nullptr || recv == nullptr) return;
+    mem::Backend& a = mem::backend_of(send);
+    mem::Backend& b = mem::backend_of(recv);
+    if (&a != &b)
+      bad(std::string("sendbuff is ") + a.name() + " memory but recvbuff is " + b.name() +
+          " memory; both must be the same kind");
+  }
   void rank(int r, int n, const char* name) const {
     if (r < 0 || r >= n)
       bad(std::string(name) + " " + std::to_string(r) + " is outside [0, " + std::to_string(n) + ")");
@@ -47,6 +72,7 @@ dcclResult_t submit(const char* fn, dcclComm_t comm, dcclStream_t stream, sched:
     ck.dtype(op.dt);
     ck.redop(op.op);
     check(ck, op, c.nranks());
+    ck.same_kind(op.send, op.recv);
     if (op.coll == Coll::SendRecv)
       op.p2p_tag = c.next_p2p_tag(op.peer, op.is_send);
     else
@@ -82,6 +108,8 @@ dcclResult_t dcclAllReduce(const void* sendbuff, void* recvbuff, size_t count, d
                   ck.count(o.count, o.dt, 1, "count");
                   ck.buf(o.send, o.count, "sendbuff");
                   ck.buf(o.recv, o.count, "recvbuff");
+                  ck.mem(o.send, o.count, o.dt, 1, "sendbuff");
+                  ck.mem(o.recv, o.count, o.dt, 1, "recvbuff");
                 });
 }
 
@@ -96,6 +124,8 @@ dcclResult_t dcclReduce(const void* sendbuff, void* recvbuff, size_t count, dccl
     ck.count(o.count, o.dt, 1, "count");
     ck.buf(o.send, o.count, "sendbuff");
     if (o.peer == o.root) ck.buf(o.recv, o.count, "recvbuff (root)");
+    ck.mem(o.send, o.count, o.dt, 1, "sendbuff");
+    if (o.peer == o.root) ck.mem(o.recv, o.count, o.dt, 1, "recvbuff (root)");
   });
 }
 
@@ -110,6 +140,8 @@ dcclResult_t dcclBroadcast(const void* sendbuff, void* recvbuff, size_t count, d
     ck.count(o.count, o.dt, 1, "count");
     if (o.peer == o.root) ck.buf(o.send, o.count, "sendbuff (root)");
     ck.buf(o.recv, o.count, "recvbuff");
+    if (o.peer == o.root) ck.mem(o.send, o.count, o.dt, 1, "sendbuff (root)");
+    ck.mem(o.recv, o.count, o.dt, 1, "recvbuff");
   });
 }
 
@@ -120,6 +152,8 @@ dcclResult_t dcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcoun
                   ck.count(o.count, o.dt, static_cast<size_t>(n), "sendcount");
                   ck.buf(o.send, o.count, "sendbuff");
                   ck.buf(o.recv, o.count, "recvbuff");
+                  ck.mem(o.send, o.count, o.dt, 1, "sendbuff");
+                  ck.mem(o.recv, o.count, o.dt, static_cast<size_t>(n), "recvbuff");
                 });
 }
 
@@ -131,6 +165,8 @@ dcclResult_t dcclReduceScatter(const void* sendbuff, void* recvbuff, size_t recv
                   ck.count(o.count, o.dt, static_cast<size_t>(n), "recvcount");
                   ck.buf(o.send, o.count, "sendbuff");
                   ck.buf(o.recv, o.count, "recvbuff");
+                  ck.mem(o.send, o.count, o.dt, static_cast<size_t>(n), "sendbuff");
+                  ck.mem(o.recv, o.count, o.dt, 1, "recvbuff");
                 });
 }
 
@@ -141,6 +177,8 @@ dcclResult_t dcclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, dc
                   ck.count(o.count, o.dt, static_cast<size_t>(n), "count");
                   ck.buf(o.send, o.count, "sendbuff");
                   ck.buf(o.recv, o.count, "recvbuff");
+                  ck.mem(o.send, o.count, o.dt, static_cast<size_t>(n), "sendbuff");
+                  ck.mem(o.recv, o.count, o.dt, static_cast<size_t>(n), "recvbuff");
                 });
 }
 
@@ -153,6 +191,7 @@ dcclResult_t dcclSend(const void* sendbuff, size_t count, dcclDataType_t datatyp
     ck.rank(o.peer, n, "peer");
     ck.count(o.count, o.dt, 1, "count");
     ck.buf(o.send, o.count, "sendbuff");
+    ck.mem(o.send, o.count, o.dt, 1, "sendbuff");
   });
 }
 
@@ -164,6 +203,7 @@ dcclResult_t dcclRecv(void* recvbuff, size_t count, dcclDataType_t datatype, int
     ck.rank(o.peer, n, "peer");
     ck.count(o.count, o.dt, 1, "count");
     ck.buf(o.recv, o.count, "recvbuff");
+    ck.mem(o.recv, o.count, o.dt, 1, "recvbuff");
   });
 }
 

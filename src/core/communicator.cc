@@ -90,6 +90,8 @@ Communicator::~Communicator() {
             rank_, s.ops, s.bytesSentDirect, s.bytesRecvDirect, s.bytesRelayedHost, s.hostCopies,
             s.registrations, s.regCacheHits, s.regCacheMisses, s.allocations);
   }
+  // After a failure the provider may still hold cancelled operations: do not close it.
+  if (failed_.load() && net_) net_->abandon();
   // Scratch and paths before the transport, transport before the store.
   for (auto& p : res_.scratch) p.reset();
   paths_.reset();

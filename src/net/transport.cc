@@ -70,6 +70,11 @@ class FabricTransport final : public Transport {
   }
   MemRegion* register_memory(const void* buf, size_t len) override;
   void deregister_memory(MemRegion* mr) override;
+  void abandon() override {
+    abandoned_ = true;
+    for (auto& ep : eps_) (void)ep.release();
+    eps_.clear();
+  }
 
  private:
   bool open(const std::string& prov, std::string* why);
@@ -89,6 +94,7 @@ class FabricTransport final : public Transport {
   std::vector<std::unique_ptr<Endpoint>> eps_;
   std::vector<Route> routes_;
   std::map<fi_addr_t, int> pidfds_;  // same-host shm peers' processes
+  bool abandoned_ = false;
   bool connected_ = false;
 };
 
@@ -324,7 +330,7 @@ MemRegion* FabricTransport::register_memory(const void* buf, size_t len) {
 }
 
 void FabricTransport::deregister_memory(MemRegion* mr) {
-  if (!mr) return;
+  if (!mr || abandoned_) return;
   for (auto& [ep, fid] : mr->regs) const_cast<Endpoint*>(ep)->close_buffer(fid);
   delete mr;
 }

@@ -82,6 +82,10 @@ class Transport {
   // result as `mr` to isend/irecv. Host memory works without it. nullptr: not needed/offered.
   virtual MemRegion* register_memory(const void* /*buf*/, size_t /*len*/) { return nullptr; }
   virtual void deregister_memory(MemRegion* /*mr*/) {}
+  // After a peer failed, closing endpoints with cancelled operations can crash
+  // inside the provider: an abandoned transport leaves its fabric resources open
+  // (a bounded leak) and later deregistrations do nothing.
+  virtual void abandon() {}
 };
 
 }  // namespace dccl::net

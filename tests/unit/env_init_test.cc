@@ -1,0 +1,293 @@
+// dcclCommInitFromEnv: rank, size and rendezvous from each launcher's variables
+// (DCCL_*, torchrun, Open MPI, MPICH/PMI, Slurm), its refusals, and the checks
+// made at init (job secret, wire settings). Every multi-rank case runs its ranks
+// as children forked from this single-threaded process; each child sets its
+// environment, initialises, all-reduces one int and reports through a pipe.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dccl/dccl.h"
+
+namespace {
+
+using Vars = std::map<std::string, std::string>;
+
+// Every variable dcclCommInitFromEnv may read; cleared before each case.
+const char* const kLauncherVars[] = {
+    "DCCL_RANK", "DCCL_WORLD_SIZE", "DCCL_ADDR", "DCCL_ID", "DCCL_SECRET", "RANK", "WORLD_SIZE", "LOCAL_RANK",
+    "MASTER_ADDR", "MASTER_PORT", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE",
+    "SLURM_PROCID", "SLURM_NTASKS", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "SLURM_STEP_ID",
+    "OMPI_MCA_ess_base_jobid", "PMI_JOBID", "DCCL_STAGING_SLOT_BYTES", "DCCL_CHUNK_BYTES", "DCCL_ALGO"};
+
+void clear_launcher_vars() {
+  for (const char* v : kLauncherVars) unsetenv(v);
+}
+
+class Env : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    clear_launcher_vars();  // this test may itself run under srun or mpirun
+    setenv("DCCL_PROVIDER", "shm", 1);
+    setenv("DCCL_TIMEOUT_S", "10", 1);
+  }
+};
+[[maybe_unused]] ::testing::Environment* const g_env = ::testing::AddGlobalTestEnvironment(new Env);
+
+// A TCP port on 127.0.0.1 that nothing listens on right now.
+int free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  int port = -1;
+  if (fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  if (fd >= 0) close(fd);
+  return port;
+}
+
+struct Outcome {
+  int init = -1, allreduce = -1, rank = -1, size = -1, sum = -1;
+  std::string error;  // dcclGetLastError after the first failure
+  int status = -1;    // wait status of the child
+};
+
+// The child's whole life: never returns.
+[[noreturn]] void child(const Vars& vars, int out_fd) {
+  alarm(40);  // a hang ends the child, and the parent sees a signal
+  clear_launcher_vars();
+  for (const auto& [k, v] : vars) setenv(k.c_str(), v.c_str(), 1);
+  Outcome o;
+  dcclComm_t c = nullptr;
+  o.init = dcclCommInitFromEnv(&c);
+  if (o.init == dcclSuccess) {
+    dcclCommUserRank(c, &o.rank);
+    dcclCommCount(c, &o.size);
+    int32_t mine = o.rank + 1;
+    o.allreduce = dcclAllReduce(&mine, &o.sum, 1, dcclInt32, dcclSum, c, nullptr);
+    if (o.allreduce != dcclSuccess) o.error = dcclGetLastError(c);
+    dcclBarrier(c, nullptr);  // no rank leaves before the others are done
+    dcclCommDestroy(c);
+  } else {
+    o.error = dcclGetLastError(nullptr);
+  }
+  char head[128];
+  int n = snprintf(head, sizeof(head), "%d %d %d %d %d\n", o.init, o.allreduce, o.rank, o.size, o.sum);
+  std::string msg = std::string(head, static_cast<size_t>(n)) + o.error;
+  for (size_t off = 0; off < msg.size();) {
+    ssize_t w = write(out_fd, msg.data() + off, msg.size() - off);
+    if (w <= 0) break;
+    off += static_cast<size_t>(w);
+  }
+  _exit(0);
+}
+
+// Starts one child per entry of `ranks` at once and collects their outcomes.
+std::vector<Outcome> run_ranks(const std::vector<Vars>& ranks) {
+  fflush(nullptr);
+  std::vector<std::pair<pid_t, int>> kids;
+  for (const Vars& v : ranks) {
+    int p[2];
+    if (pipe(p) != 0) {
+      ADD_FAILURE() << "pipe failed";
+      break;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+      close(p[0]);
+      child(v, p[1]);
+    }
+    close(p[1]);
+    kids.emplace_back(pid, p[0]);
+  }
+  std::vector<Outcome> out;
+  for (auto [pid, fd] : kids) {
+    std::string text;
+    char buf[4096];
+    ssize_t got;
+    while ((got = read(fd, buf, sizeof(buf))) > 0) text.append(buf, static_cast<size_t>(got));
+    close(fd);
+    Outcome o;
+    waitpid(pid, &o.status, 0);
+    auto nl = text.find('\n');
+    if (nl != std::string::npos) {
+      sscanf(text.c_str(), "%d %d %d %d %d", &o.init, &o.allreduce, &o.rank, &o.size, &o.sum);
+      o.error = text.substr(nl + 1);
+    }
+    out.push_back(o);
+  }
+  return out;
+}
+
+std::string describe(const Outcome& o) {
+  return "init " + std::to_string(o.init) + ", allreduce " + std::to_string(o.allreduce) + ", rank " +
+         std::to_string(o.rank) + "/" + std::to_string(o.size) + ", sum " + std::to_string(o.sum) +
+         ", wait status " + std::to_string(o.status) + ", error '" + o.error + "'";
+}
+
+// Every rank initialised from `make(rank)`, got its rank and size, and all-reduced.
+void expect_world_works(int n, const std::function<Vars(int)>& make) {
+  std::vector<Vars> ranks;
+  for (int r = 0; r < n; ++r) ranks.push_back(make(r));
+  std::vector<Outcome> out = run_ranks(ranks);
+  ASSERT_EQ(out.size(), static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    const Outcome& o = out[static_cast<size_t>(r)];
+    SCOPED_TRACE("rank " + std::to_string(r) + ": " + describe(o));
+    EXPECT_TRUE(WIFEXITED(o.status) && WEXITSTATUS(o.status) == 0);
+    EXPECT_EQ(o.init, dcclSuccess);
+    EXPECT_EQ(o.allreduce, dcclSuccess);
+    EXPECT_EQ(o.rank, r);
+    EXPECT_EQ(o.size, n);
+    EXPECT_EQ(o.sum, n * (n + 1) / 2);
+  }
+}
+
+const char kSecretA[] = "0123456789abcdef0123456789abcdef";
+const char kSecretB[] = "fedcba9876543210fedcba9876543210";
+
+TEST(EnvInit, DcclVariables) {
+  for (int n : {1, 3}) {
+    const std::string addr = "127.0.0.1:" + std::to_string(free_port());
+    expect_world_works(n, [&](int r) {
+      return Vars{{"DCCL_RANK", std::to_string(r)}, {"DCCL_WORLD_SIZE", std::to_string(n)},
+                  {"DCCL_ADDR", addr}, {"DCCL_SECRET", kSecretA}};
+    });
+  }
+}
+
+TEST(EnvInit, Torchrun) {
+  const int port = free_port();  // the store listens on MASTER_PORT + 1
+  expect_world_works(2, [&](int r) {
+    return Vars{{"RANK", std::to_string(r)}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", std::to_string(r)},
+                {"MASTER_ADDR", "localhost"}, {"MASTER_PORT", std::to_string(port - 1)},
+                {"TORCHELASTIC_RUN_ID", "job-17"}};
+  });
+}
+
+TEST(EnvInit, OpenMpi) {
+  const std::string addr = "127.0.0.1:" + std::to_string(free_port());
+  expect_world_works(3, [&](int r) {
+    return Vars{{"OMPI_COMM_WORLD_RANK", std::to_string(r)}, {"OMPI_COMM_WORLD_SIZE", "3"}, {"DCCL_ADDR", addr}};
+  });
+}
+
+TEST(EnvInit, MpichPmi) {
+  const std::string addr = "127.0.0.1:" + std::to_string(free_port());
+  expect_world_works(2, [&](int r) {
+    return Vars{{"PMI_RANK", std::to_string(r)}, {"PMI_SIZE", "2"}, {"DCCL_ADDR", addr}, {"DCCL_SECRET", kSecretB}};
+  });
+}
+
+TEST(EnvInit, Slurm) {
+  const int port = free_port();
+  expect_world_works(2, [&](int r) {
+    return Vars{{"SLURM_PROCID", std::to_string(r)}, {"SLURM_NTASKS", "2"}, {"MASTER_ADDR", "127.0.0.1"},
+                {"MASTER_PORT", std::to_string(port - 1)}, {"SLURM_JOB_ID", "4242"}};
+  });
+}
+
+// DCCL_* wins over the other launchers' variables when both are present.
+TEST(EnvInit, DcclVariablesTakePrecedence) {
+  const std::string addr = "127.0.0.1:" + std::to_string(free_port());
+  expect_world_works(2, [&](int r) {
+    return Vars{{"DCCL_RANK", std::to_string(r)}, {"DCCL_WORLD_SIZE", "2"}, {"DCCL_ADDR", addr},
+                {"RANK", std::to_string(1 - r)}, {"WORLD_SIZE", "5"}, {"SLURM_PROCID", "7"}, {"SLURM_NTASKS", "9"}};
+  });
+}
+
+TEST(EnvInit, WrongSecretIsRefusedByTheStore) {
+  const std::string addr = "127.0.0.1:" + std::to_string(free_port());
+  auto rank = [&](int r, const char* secret) {
+    return Vars{{"DCCL_RANK", std::to_string(r)}, {"DCCL_WORLD_SIZE", "2"}, {"DCCL_ADDR", addr},
+                {"DCCL_SECRET", secret}, {"DCCL_TIMEOUT_S", "3"}};
+  };
+  std::vector<Outcome> out = run_ranks({rank(0, kSecretA), rank(1, kSecretB)});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[1].init, dcclRemoteError) << describe(out[1]);
+  EXPECT_NE(out[1].error.find("secret"), std::string::npos) << describe(out[1]);
+  EXPECT_EQ(out[1].error.find(kSecretA), std::string::npos) << "the secret must not be echoed";
+  EXPECT_NE(out[0].init, dcclSuccess) << "rank 0 cannot complete without rank 1: " << describe(out[0]);
+  for (const Outcome& o : out) EXPECT_TRUE(WIFEXITED(o.status)) << describe(o);
+}
+
+TEST(EnvInit, DifferentWireSettingsFailEveryRank) {
+  const std::string addr = "127.0.0.1:" + std::to_string(free_port());
+  auto rank = [&](int r, const char* slot) {
+    return Vars{{"DCCL_RANK", std::to_string(r)}, {"DCCL_WORLD_SIZE", "2"}, {"DCCL_ADDR", addr},
+                {"DCCL_STAGING_SLOT_BYTES", slot}};
+  };
+  std::vector<Outcome> out = run_ranks({rank(0, "1M"), rank(1, "2M")});
+  ASSERT_EQ(out.size(), 2u);
+  for (const Outcome& o : out) {
+    EXPECT_EQ(o.init, dcclInvalidUsage) << describe(o);
+    EXPECT_NE(o.error.find("DCCL_STAGING_SLOT_BYTES"), std::string::npos) << describe(o);
+    EXPECT_TRUE(WIFEXITED(o.status)) << describe(o);
+  }
+}
+
+// Refusals made before any rendezvous: run in this process, one rank each.
+struct Refusal {
+  Vars vars;
+  std::string word;  // the last error must contain it
+};
+
+TEST(EnvInit, BadEnvironmentIsRefused) {
+  const std::string id_hex(2 * DCCL_UNIQUE_ID_BYTES, '0');
+  std::string bad_digit = id_hex;
+  bad_digit[10] = 'g';
+  const std::vector<Refusal> cases = {
+      {{}, "DCCL_RANK"},
+      {{{"DCCL_RANK", "0"}}, "DCCL_RANK"},  // size missing: no launcher matched
+      {{{"RANK", "1"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29500"}}, "DCCL_RANK"},
+      {{{"DCCL_RANK", "2"}, {"DCCL_WORLD_SIZE", "2"}, {"DCCL_ADDR", "127.0.0.1:29500"}}, "out of range"},
+      {{{"DCCL_RANK", "5"}, {"DCCL_WORLD_SIZE", "2"}, {"DCCL_ADDR", "127.0.0.1:29500"}}, "rank 5"},
+      {{{"DCCL_RANK", "-1"}, {"DCCL_WORLD_SIZE", "2"}, {"DCCL_ADDR", "127.0.0.1:29500"}}, "rank -1"},
+      {{{"DCCL_RANK", "0"}, {"DCCL_WORLD_SIZE", "0"}, {"DCCL_ADDR", "127.0.0.1:29500"}}, "size 0"},
+      {{{"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "4"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29500"}},
+       "Slurm"},
+      {{{"DCCL_RANK", "x1"}, {"DCCL_WORLD_SIZE", "2"}, {"DCCL_ADDR", "127.0.0.1:29500"}}, "DCCL_RANK"},
+      {{{"DCCL_RANK", "0"}, {"DCCL_WORLD_SIZE", "2"}, {"DCCL_ADDR", "127.0.0.1"}}, "DCCL_ADDR"},
+      {{{"DCCL_RANK", "0"}, {"DCCL_WORLD_SIZE", "2"}, {"DCCL_ADDR", "127.0.0.1:"}}, "DCCL_ADDR"},
+      {{{"DCCL_RANK", "0"}, {"DCCL_WORLD_SIZE", "2"}, {"DCCL_ADDR", "127.0.0.1:http"}}, "DCCL_ADDR"},
+      {{{"DCCL_RANK", "0"}, {"DCCL_WORLD_SIZE", "2"}, {"DCCL_ADDR", "127.0.0.1:70000"}}, "port"},
+      {{{"DCCL_RANK", "0"}, {"DCCL_WORLD_SIZE", "2"}}, "DCCL_ADDR"},  // no rendezvous at all
+      {{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}}, "MASTER_PORT"},
+      {{{"DCCL_RANK", "0"}, {"DCCL_WORLD_SIZE", "2"}, {"DCCL_ID", "abc"}}, "hex"},
+      {{{"DCCL_RANK", "0"}, {"DCCL_WORLD_SIZE", "2"}, {"DCCL_ID", bad_digit}}, "hex"},
+      {{{"DCCL_RANK", "0"}, {"DCCL_WORLD_SIZE", "2"}, {"DCCL_ID", id_hex}}, "unique id"},  // hex, but not an id
+      {{{"DCCL_RANK", "0"}, {"DCCL_WORLD_SIZE", "2"}, {"DCCL_ADDR", "127.0.0.1:29500"}, {"DCCL_SECRET", "12"}},
+       "secret"},
+  };
+  for (const Refusal& k : cases) {
+    std::string what;
+    for (const auto& [name, value] : k.vars) what += name + "=" + value + " ";
+    SCOPED_TRACE(what);
+    clear_launcher_vars();
+    for (const auto& [name, value] : k.vars) setenv(name.c_str(), value.c_str(), 1);
+    dcclComm_t c = reinterpret_cast<dcclComm_t>(0x1);
+    EXPECT_EQ(dcclCommInitFromEnv(&c), dcclInvalidArgument);
+    EXPECT_EQ(c, nullptr);
+    const std::string text = dcclGetLastError(nullptr);
+    EXPECT_NE(text.find(k.word), std::string::npos) << "last error '" << text << "' does not mention " << k.word;
+    if (c != nullptr && c != reinterpret_cast<dcclComm_t>(0x1)) dcclCommDestroy(c);
+  }
+  clear_launcher_vars();
+  EXPECT_EQ(dcclCommInitFromEnv(nullptr), dcclInvalidArgument);
+  EXPECT_NE(std::string(dcclGetLastError(nullptr)).find("comm"), std::string::npos);
+}
+
+}  // namespace
