@@ -6,7 +6,15 @@ ifeq ($(DCCL_WERROR),1)
 CMAKE_FLAGS += -DDCCL_WERROR=ON
 endif
 
-.PHONY: all deps build run test clean
+.PHONY: all deps build run test test-asan test-tsan clean
+
+# Sanitizer builds (CUDA off: its static runtime does not mix with the sanitizers).
+SAN_FLAGS = -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDCCL_CUDA=OFF -DDCCL_FUZZ=OFF $(CMAKE_FLAGS)
+# SAN_TESTS: a ctest -R regex to run a subset (CI uses one).
+SAN_TESTS ?= .
+export ASAN_OPTIONS ?= detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
+export TSAN_OPTIONS ?= halt_on_error=1:second_deadlock_stack=1
 
 all: build
 
@@ -25,6 +33,16 @@ run: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure --timeout 600 -j 1
+
+test-asan: deps
+	cmake -S . -B build-asan -DDCCL_SANITIZE=address $(SAN_FLAGS)
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && ctest --output-on-failure --timeout 900 -j 1 -R '$(SAN_TESTS)' -LE fuzz
+
+test-tsan: deps
+	cmake -S . -B build-tsan -DDCCL_SANITIZE=thread $(SAN_FLAGS)
+	cmake --build build-tsan -j $(JOBS)
+	cd build-tsan && ctest --output-on-failure --timeout 900 -j 1 -R '$(SAN_TESTS)' -LE fuzz
 
 clean:
 	rm -rf $(BUILD)

@@ -90,6 +90,16 @@ Communicator::~Communicator() {
             rank_, s.ops, s.bytesSentDirect, s.bytesRecvDirect, s.bytesRelayedHost, s.hostCopies,
             s.registrations, s.regCacheHits, s.regCacheMisses, s.allocations);
   }
+  // Peers may still be completing the last operation with this rank (shm reads our
+  // memory until they are done): leave together, within the timeout.
+  if (!failed_.load() && boot_) {
+    try {
+      std::lock_guard<std::mutex> lk(boot_mu_);
+      boot_->barrier();
+    } catch (const Error& e) {
+      DCCL_INFO("destroy: leaving without the other ranks: %s", e.what());
+    }
+  }
   // After a failure the provider may still hold cancelled operations: do not close it.
   if (failed_.load() && net_) net_->abandon();
   // Scratch and paths before the transport, transport before the store.
