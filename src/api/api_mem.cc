@@ -7,7 +7,7 @@ using namespace dccl;
 
 namespace {
 mem::Backend& backend_for(dcclMemType_t t) {
-  switch (t) {
+  switch (static_cast<int>(t)) {  // any int may arrive through the C ABI
     case dcclMemHost: return mem::host_backend();
     case dcclMemSim: return mem::sim_backend();
     case dcclMemCuda: {

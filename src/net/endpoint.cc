@@ -326,6 +326,7 @@ void Endpoint::cancel_all() {
     Request* r = op->req;
     if (!r) continue;
     fi_cancel(&ep_.get()->fid, &op->ctx);
+    cancelled_any_ = true;
     if (!r->done.load(std::memory_order_relaxed)) {
       r->failed = true;
       r->error = "cancelled";

@@ -84,6 +84,8 @@ class Endpoint {
   // fi_cancel on everything outstanding, backlogs dropped; the requests are marked failed
   // ("cancelled").
   void cancel_all();
+  // True once cancel_all() cancelled an operation the provider had accepted.
+  bool cancelled_any() const { return cancelled_any_; }
 
  private:
   int drain_locked();
@@ -99,6 +101,7 @@ class Endpoint {
   bool mr_local_ = false;
   size_t max_part_ = 0;
   std::function<bool(fi_addr_t)> alive_;
+  bool cancelled_any_ = false;
   std::string address_;
   InfoPtr info_;
   // Declaration order is the reverse of the order fi_close must run in.

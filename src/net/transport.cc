@@ -71,6 +71,9 @@ class FabricTransport final : public Transport {
   MemRegion* register_memory(const void* buf, size_t len) override;
   void deregister_memory(MemRegion* mr) override;
   void abandon() override {
+    bool any = false;
+    for (auto& ep : eps_) any = any || ep->cancelled_any();
+    if (!any) return;  // nothing in the provider's hands: close normally
     abandoned_ = true;
     for (auto& ep : eps_) (void)ep.release();
     eps_.clear();

@@ -83,8 +83,9 @@ class Transport {
   virtual MemRegion* register_memory(const void* /*buf*/, size_t /*len*/) { return nullptr; }
   virtual void deregister_memory(MemRegion* /*mr*/) {}
   // After a peer failed, closing endpoints with cancelled operations can crash
-  // inside the provider: an abandoned transport leaves its fabric resources open
-  // (a bounded leak) and later deregistrations do nothing.
+  // inside the provider: when cancel_all() cancelled any, an abandoned transport
+  // leaves its fabric resources open (a bounded leak) and later deregistrations do
+  // nothing; otherwise it closes normally.
   virtual void abandon() {}
 };
 
