@@ -6,13 +6,15 @@ ifeq ($(DCCL_WERROR),1)
 CMAKE_FLAGS += -DDCCL_WERROR=ON
 endif
 
-.PHONY: all deps build run test test-asan test-tsan clean
+.PHONY: all deps build run test test-asan test-tsan print-san-ci clean
 
 # Sanitizer builds (CUDA off: its static runtime does not mix with the sanitizers).
 SAN_FLAGS = -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDCCL_CUDA=OFF -DDCCL_FUZZ=OFF $(CMAKE_FLAGS)
-# SAN_TESTS: a ctest -R regex to run a subset (CI uses one).
+# SAN_TESTS: a ctest -R regex to run a subset; CI uses SAN_CI.
 SAN_TESTS ?= .
+SAN_CI = unit\.|mp\.small\.shm\.n3|mp\.small\.tcp\.n2|mp\.sim\.pd[01]\.shm\.n3|mp\.paths\.shm\.n2|faults\.(mismatch|abort|secret)
 export ASAN_OPTIONS ?= detect_leaks=1:abort_on_error=1
+export LSAN_OPTIONS ?= suppressions=$(CURDIR)/tests/lsan.supp
 export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 export TSAN_OPTIONS ?= halt_on_error=1:second_deadlock_stack=1
 
@@ -43,6 +45,9 @@ test-tsan: deps
 	cmake -S . -B build-tsan -DDCCL_SANITIZE=thread $(SAN_FLAGS)
 	cmake --build build-tsan -j $(JOBS)
 	cd build-tsan && ctest --output-on-failure --timeout 900 -j 1 -R '$(SAN_TESTS)' -LE fuzz
+
+print-san-ci:
+	@echo '$(SAN_CI)'
 
 clean:
 	rm -rf $(BUILD)

@@ -1,5 +1,6 @@
 #include "core/communicator.hpp"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -38,7 +39,17 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   net_ = net::Transport::create(to);
   std::vector<std::string> hosts = boot_->allgather(hostname());
   bool same_host = true;
-  for (const auto& h : hosts) same_host = same_host && h == hosts[static_cast<size_t>(rank)];
+  int local = 0;
+  for (const auto& h : hosts) {
+    same_host = same_host && h == hosts[static_cast<size_t>(rank)];
+    local += h == hosts[static_cast<size_t>(rank)];
+  }
+  // More ranks than cores here: busy-polling only steals the core a peer needs.
+  cpu_set_t cpus;
+  if (!getenv("DCCL_SPIN_US") && sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && local > CPU_COUNT(&cpus)) {
+    cfg_.spin_us = 0;
+    DCCL_INFO("%d ranks on %d cores: yielding instead of spinning while waiting", local, CPU_COUNT(&cpus));
+  }
   net_->connect(boot_->allgather(net_->local_blob()));
   provider_ = net_->provider_summary();
   check_same_settings();
