@@ -29,9 +29,11 @@ $(BUILD)/CMakeCache.txt:
 build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Main job: a 4-rank allreduce benchmark on the embedded defaults.
+# Main job: a 4-rank allreduce benchmark on the embedded defaults — host memory,
+# then sim device memory with peer-direct on and off side by side.
 run: build
 	$(BUILD)/tools/dccl-run -n 4 $(BUILD)/tools/dccl-perf all_reduce -b 8 -e 64M -f 4
+	scripts/run-main $(BUILD)
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure --timeout 600 -j 1
