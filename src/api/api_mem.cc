@@ -1,4 +1,6 @@
 // C API: device memory allocation and copies (host, sim, cuda backends).
+#include <cstring>
+
 #include "api/handles.hpp"
 #include "core/config.hpp"
 #include "mem/backend.hpp"
@@ -6,8 +8,13 @@
 using namespace dccl;
 
 namespace {
-mem::Backend& backend_for(dcclMemType_t t) {
-  switch (static_cast<int>(t)) {  // any int may arrive through the C ABI
+// Any int may arrive through the C ABI: read the enum's bytes, never load it as an
+// out-of-range enum value (undefined in C++).
+mem::Backend& backend_for(const dcclMemType_t* type) {
+  int t;
+  static_assert(sizeof(t) == sizeof(*type));
+  std::memcpy(&t, type, sizeof(t));
+  switch (t) {
     case dcclMemHost: return mem::host_backend();
     case dcclMemSim: return mem::sim_backend();
     case dcclMemCuda: {
@@ -16,7 +23,7 @@ mem::Backend& backend_for(dcclMemType_t t) {
       return *b;
     }
   }
-  core::raise(dcclInvalidArgument, "dcclMemAlloc: type " + std::to_string(static_cast<int>(t)) + " is not a dcclMemType_t");
+  core::raise(dcclInvalidArgument, "dcclMemAlloc: type " + std::to_string(t) + " is not a dcclMemType_t");
 }
 
 // The backend that can perform a copy between dst and src.
@@ -34,7 +41,7 @@ dcclResult_t dcclMemAlloc(void** ptr, size_t bytes, dcclMemType_t type) {
     *ptr = nullptr;
     if (bytes == 0) core::raise(dcclInvalidArgument, "dcclMemAlloc: bytes is 0");
     if (bytes > (size_t{1} << 46)) core::raise(dcclInvalidArgument, "dcclMemAlloc: bytes " + std::to_string(bytes) + " is too large");
-    *ptr = backend_for(type).alloc(bytes);
+    *ptr = backend_for(&type).alloc(bytes);
   });
 }
 
