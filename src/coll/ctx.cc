@@ -173,4 +173,14 @@ void Ctx::finish_avg(void* buf, size_t count) {
 
 void* Ctx::scratch(size_t bytes) { return in_.scratch->take(bytes); }
 
+void Ctx::start_deadline() { deadline_ = Clock::now() + std::chrono::milliseconds(in_.timeout_ms); }
+
+void Ctx::check_deadline(const char* what, int peer) {
+  check_failed();
+  if (Clock::now() > deadline_)
+    stop(dcclTimeout, core::describe(in_.rank, in_.name,
+                                     "timed out after " + std::to_string(in_.timeout_ms / 1000) + " s waiting for rank " +
+                                         std::to_string(peer) + " (" + what + ")"));
+}
+
 }  // namespace dccl::coll

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -15,6 +16,9 @@
 
 namespace dccl::mem {
 class Backend;
+}
+namespace dccl::net {
+class ShmSegment;
 }
 
 namespace dccl::coll {
@@ -46,6 +50,7 @@ struct CtxInit {
   const std::atomic<bool>* failed = nullptr;
   const std::string* failure = nullptr;
   const dcclResult_t* failure_code = nullptr;
+  net::ShmSegment* smem = nullptr;  // when every rank is on this host
   std::string name;  // e.g. "all_reduce #12 (ring)"
 };
 
@@ -82,9 +87,15 @@ class Ctx {
   // Scratch of the buffers' memory kind, valid until the operation ends.
   void* scratch(size_t bytes);
 
+  // For algorithms that wait on shared memory rather than transfers.
+  net::ShmSegment* smem() const { return in_.smem; }
+  void start_deadline();
+  // Throws (failed communicator, or timeout naming `what` from `peer`).
+  void check_deadline(const char* what, int peer);
+  void check_failed() const;
+
  private:
   bool poll(Xfer& x);  // progress the data path; true when complete
-  void check_failed() const;
   [[noreturn]] void fail(const Xfer& x, const std::string& cause);
   // Every error leaves through here: transfers in flight are cancelled first, so
   // the transport never touches a Request after the algorithm's frames unwind.
@@ -95,6 +106,7 @@ class Ctx {
   size_t esize_;
   uint64_t coll_tag_;
   size_t scratch_used_ = 0;
+  std::chrono::steady_clock::time_point deadline_{};
 };
 
 }  // namespace dccl::coll

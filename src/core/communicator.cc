@@ -54,7 +54,8 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   provider_ = net_->provider_summary();
   check_same_settings();
 
-  tuner_ = std::make_unique<tune::Tuner>(cfg_.algo, cfg_.chunk_bytes, same_host);
+  size_t smem_limit = open_shared_segment(same_host);
+  tuner_ = std::make_unique<tune::Tuner>(cfg_.algo, cfg_.chunk_bytes, same_host, smem_limit);
   mem::PathOptions po;
   po.rank = rank;
   po.nranks = nranks;
@@ -75,6 +76,7 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   res_.spin_us = cfg_.spin_us;
   res_.timeout_ms = cfg_.timeout_s * 1000;
   res_.check = cfg_.check;
+  res_.smem = smem_.get();
   res_.failed = &failed_;
   res_.failure = &failure_;
   watchdog_ = std::make_unique<Watchdog>(id, rank, nranks, ns, *boot_, boot_mu_,
@@ -114,6 +116,7 @@ Communicator::~Communicator() {
   // After a failure the provider may still hold cancelled operations: do not close it.
   if (failed_.load() && net_) net_->abandon();
   // Scratch and paths before the transport, transport before the store.
+  smem_.reset();
   for (auto& p : res_.scratch) p.reset();
   paths_.reset();
   net_.reset();
@@ -133,10 +136,35 @@ dcclStats_t Communicator::stats() const {
   return s;
 }
 
+// All ranks on this host: a shared segment for one-shot small allreduces. Every
+// rank must end up with it or none does, so the outcome is agreed on.
+size_t Communicator::open_shared_segment(bool same_host) {
+  size_t limit = cfg_.smem_bytes;
+  if (nranks_ > 4 && limit > (16u << 10)) limit = 16u << 10;
+  if (!same_host || nranks_ < 2 || limit == 0) return 0;
+  bool ok = true;
+  try {
+    smem_ = std::make_unique<net::ShmSegment>(
+        rank_, nranks_, limit, [&](const std::string& name) { boot_->set("smem", name); },
+        [&] { return boot_->get("smem"); }, [&] { boot_->barrier(); });
+  } catch (const Error& e) {
+    DCCL_INFO("no shared-memory segment: %s", e.what());
+    ok = false;
+  }
+  for (const auto& v : boot_->allgather(ok ? "1" : "0"))
+    if (v != "1") ok = false;
+  if (!ok) {
+    smem_.reset();
+    return 0;
+  }
+  return limit;
+}
+
 // Settings that shape the wire must agree, or ranks would wait on each other forever.
 void Communicator::check_same_settings() {
   std::string mine = "DCCL_STAGING_SLOT_BYTES=" + std::to_string(cfg_.staging_slot_bytes) +
-                     " DCCL_CHUNK_BYTES=" + std::to_string(cfg_.chunk_bytes) + " DCCL_ALGO='" + cfg_.algo + "'";
+                     " DCCL_CHUNK_BYTES=" + std::to_string(cfg_.chunk_bytes) + " DCCL_ALGO='" + cfg_.algo + "'" +
+                     " DCCL_SMEM_BYTES=" + std::to_string(cfg_.smem_bytes);
   std::vector<std::string> all = boot_->allgather(mine);
   for (size_t r = 0; r < all.size(); ++r)
     if (all[r] != mine)

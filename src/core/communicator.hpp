@@ -52,6 +52,7 @@ class Communicator {
   // Stops this communicator's work: in-flight waits and later calls fail with `text`.
   void set_failed(dcclResult_t code, const std::string& text);
   void check_same_settings();
+  size_t open_shared_segment(bool same_host);
 
   Config cfg_;
   int rank_, nranks_;
@@ -64,6 +65,7 @@ class Communicator {
   std::unique_ptr<Watchdog> watchdog_;
   std::unique_ptr<net::Transport> net_;
   std::unique_ptr<tune::Tuner> tuner_;
+  std::unique_ptr<net::ShmSegment> smem_;
   std::unique_ptr<mem::PathChooser> paths_;
   sched::Stats stats_;
   sched::Resources res_;

@@ -13,6 +13,7 @@
   X(staging_slot_bytes, "DCCL_STAGING_SLOT_BYTES", Bytes, "1M", "Size of one host bounce slot")   \
   X(staging_slots, "DCCL_STAGING_SLOTS", Int, "4", "Host bounce slots per peer (at least 2)")     \
   X(reg_cache_bytes, "DCCL_REG_CACHE_BYTES", Bytes, "8G", "Bound on memory kept registered by the peer-direct registration cache (LRU eviction)") \
+  X(smem_bytes, "DCCL_SMEM_BYTES", Bytes, "64K", "Largest allreduce done one-shot through host shared memory when all ranks share a host (16K cap above 4 ranks; 0 disables)") \
   X(stats, "DCCL_STATS", Bool, "0", "Print the communicator's data-path statistics at destroy")  \
   X(check, "DCCL_CHECK", Bool, "0", "Check every operation's signature across ranks")           \
   X(spin_us, "DCCL_SPIN_US", Int, "50", "Microseconds to poll a completion queue before yielding") \

@@ -29,7 +29,10 @@ using AlgoFn = void (*)(coll::Ctx&, const coll::Args&);
 AlgoFn pick(Coll c, Algo a) {
   switch (c) {
     case Coll::AllReduce:
-      return a == Algo::Ring ? coll::allreduce_ring : a == Algo::Rhd ? coll::allreduce_rhd : coll::allreduce_rd;
+      return a == Algo::Ring   ? coll::allreduce_ring
+             : a == Algo::Rhd  ? coll::allreduce_rhd
+             : a == Algo::Smem ? coll::allreduce_smem
+                               : coll::allreduce_rd;
     case Coll::Reduce: return a == Algo::Chain ? coll::reduce_chain : coll::reduce_tree;
     case Coll::Broadcast: return a == Algo::Chain ? coll::broadcast_chain : coll::broadcast_tree;
     case Coll::AllGather: return a == Algo::Bruck ? coll::allgather_bruck : coll::allgather_ring;
@@ -59,6 +62,7 @@ coll::CtxInit base_init(Resources& res, const Op& op, const std::string& name) {
   in.failed = res.failed;
   in.failure = res.failure;
   in.failure_code = &res.failure_code;
+  in.smem = res.smem;
   return in;
 }
 
@@ -103,6 +107,11 @@ void execute(Resources& res, const std::vector<Op>& ops) {
                        tune::algo_name(ch.algo) + ", " + std::to_string(op.count) + " x " + core::dtype_name(op.dt) + ")";
     coll::CtxInit in = base_init(res, op, name);
     in.chunk_bytes = ch.chunk_bytes;
+    // Device memory cannot go through the host segment: same exchange, by messages.
+    if (ch.algo == tune::Algo::Smem && in.path != nullptr) {
+      ch.algo = tune::Algo::Rd;
+      in.name.replace(in.name.find("(smem"), 5, "(rd");
+    }
     DCCL_TRACE("%s start", name.c_str());
     coll::Ctx ctx(in);
     coll::Args args{op.send, op.recv, op.count, op.root};

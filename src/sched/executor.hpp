@@ -6,6 +6,7 @@
 
 #include "coll/scratch.hpp"
 #include "mem/path_choice.hpp"
+#include "net/shm_segment.hpp"
 #include "net/transport.hpp"
 #include "sched/op.hpp"
 #include "sched/stats.hpp"
@@ -25,6 +26,7 @@ struct Resources {
   int64_t spin_us = 50;
   int64_t timeout_ms = 600000;
   bool check = false;  // DCCL_CHECK
+  net::ShmSegment* smem = nullptr;
   const std::atomic<bool>* failed = nullptr;  // see coll::CtxInit
   const std::string* failure = nullptr;
   dcclResult_t failure_code = dcclRemoteError;

@@ -9,7 +9,7 @@ namespace dccl::tune {
 enum class Coll { AllReduce, Reduce, Broadcast, AllGather, ReduceScatter, AlltoAll, Barrier, SendRecv };
 const char* coll_name(Coll c);  // "all_reduce", ...
 
-enum class Algo { Ring, Rhd, Rd, Tree, Chain, Bruck, Pairwise, Dissemination, Direct };
+enum class Algo { Ring, Rhd, Rd, Tree, Chain, Bruck, Pairwise, Dissemination, Direct, Smem };
 const char* algo_name(Algo a);
 
 struct Choice {
@@ -20,7 +20,8 @@ struct Choice {
 class Tuner {
  public:
   // `override_spec` is DCCL_ALGO; throws core::Error(dcclInvalidArgument) for an unknown name.
-  Tuner(const std::string& override_spec, size_t chunk_bytes_override, bool same_host);
+  // smem_bytes: largest allreduce the shared-memory one-shot takes (0: not available).
+  Tuner(const std::string& override_spec, size_t chunk_bytes_override, bool same_host, size_t smem_bytes = 0);
   // `bytes`: the per-rank message size the collective moves (allreduce: count*esize).
   Choice choose(Coll c, size_t bytes, int nranks) const;
 
@@ -30,6 +31,7 @@ class Tuner {
   bool has_forced_[8] = {};
   size_t chunk_override_;
   bool same_host_;
+  size_t smem_bytes_;
 };
 
 }  // namespace dccl::tune

@@ -252,6 +252,7 @@ int main(int argc, char** argv) {
       {"allreduce:ring,broadcast:chain,reduce:chain,allgather:ring", "1K", true},
       {"allreduce:rhd,broadcast:tree,reduce:tree,allgather:bruck", "", false},
       {"allreduce:rd", "", false},
+      {"allreduce:smem", "", false},
   };
   if (suite == "large") settings = {{"", "", false}, {"allreduce:rhd,broadcast:tree,reduce:tree,allgather:bruck", "", false}};
   const std::vector<size_t> counts = {0, 1, 7, 1001};

@@ -1,0 +1,72 @@
+#include "net/shm_segment.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <random>
+
+#include "core/error.hpp"
+
+namespace dccl::net {
+
+namespace {
+// Per rank: 2 sequence flags + 1 done flag, then the slots of all ranks.
+size_t header_bytes(int n) { return static_cast<size_t>(n) * 3 * sizeof(ShmSegment::Flag); }
+}  // namespace
+
+ShmSegment::ShmSegment(int rank, int nranks, size_t slot_bytes, const std::function<void(const std::string&)>& publish,
+                       const std::function<std::string()>& fetch, const std::function<void()>& barrier)
+    : rank_(rank), n_(nranks), slot_bytes_(slot_bytes) {
+  bytes_ = header_bytes(n_) + static_cast<size_t>(n_) * 2 * slot_bytes_;
+  std::string name;
+  int fd = -1;
+  if (rank_ == 0) {
+    std::random_device rd;
+    name = "/dccl-" + std::to_string(getpid()) + "-" + std::to_string(rd()) + std::to_string(rd());
+    fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0 || ftruncate(fd, static_cast<off_t>(bytes_)) != 0) {
+      int e = errno;
+      if (fd >= 0) {
+        close(fd);
+        shm_unlink(name.c_str());
+      }
+      publish("");
+      core::raise(dcclSystemError, core::describe(rank_, "shared-memory segment", std::string("create: ") + strerror(e)));
+    }
+    publish(name);
+  } else {
+    name = fetch();
+    if (name.empty()) core::raise(dcclSystemError, core::describe(rank_, "shared-memory segment", "rank 0 could not create it"));
+    fd = shm_open(name.c_str(), O_RDWR, 0600);
+  }
+  // From here every rank reaches the barrier, failed or not.
+  int e = fd < 0 ? errno : 0;
+  void* p = fd < 0 ? MAP_FAILED : mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (fd >= 0 && p == MAP_FAILED) e = errno;
+  if (fd >= 0) close(fd);
+  barrier();  // everyone has it open (or failed)
+  if (rank_ == 0) shm_unlink(name.c_str());
+  if (p == MAP_FAILED) core::raise(dcclSystemError, core::describe(rank_, "shared-memory segment", std::string("open/map: ") + strerror(e)));
+  base_ = static_cast<char*>(p);
+}
+
+ShmSegment::~ShmSegment() {
+  if (base_) munmap(base_, bytes_);
+}
+
+ShmSegment::Flag& ShmSegment::seq(int rank, int parity) const {
+  return reinterpret_cast<Flag*>(base_)[static_cast<size_t>(rank) * 3 + static_cast<size_t>(parity)];
+}
+
+ShmSegment::Flag& ShmSegment::done(int rank) const {
+  return reinterpret_cast<Flag*>(base_)[static_cast<size_t>(rank) * 3 + 2];
+}
+
+char* ShmSegment::slot(int rank, int parity) const {
+  return base_ + header_bytes(n_) + (static_cast<size_t>(rank) * 2 + static_cast<size_t>(parity)) * slot_bytes_;
+}
+
+}  // namespace dccl::net
