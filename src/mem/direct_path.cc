@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "mem/fi_dmabuf_compat.hpp"
 
 namespace dccl::mem {
 
@@ -47,8 +48,19 @@ void* DirectPath::reach(const void* p, size_t bytes, Xfer& x, net::MemRegion** m
                 core::describe(rank_, "peer-direct", std::string("buffer is not inside one live ") + be.name() +
                                                          " allocation"));
   // Export the allocation, map the dma-buf (whole pages, as a NIC would) and register it.
+  // Real devices: the NIC reaches the memory itself through FI_MR_DMABUF.
   auto reg = [&](const RegRange& range) -> RegCache::Handle {
     DmaBuf d = be.export_dmabuf(base, size);
+    if (be.kind() == Kind::Cuda) {
+      auto m = std::make_shared<Mapping>();
+      m->addr = base;  // the transport is given device addresses
+      m->dev_base = static_cast<const char*>(base);
+      m->net = &net_;
+      m->mr = net_.register_dmabuf(d.fd, d.offset, size, base, FI_HMEM_CUDA, 0);
+      if (!m->mr)
+        core::raise(dcclUnavailable, core::describe(rank_, "peer-direct", "the transport cannot register dma-bufs"));
+      return m;
+    }
     const uint64_t lead = reinterpret_cast<uintptr_t>(base) - range.start;  // base's offset in its page
     if (d.offset < lead)
       core::raise(dcclInternalError, core::describe(rank_, "peer-direct", "dma-buf offset is not page-consistent"));

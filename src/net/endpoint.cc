@@ -126,6 +126,30 @@ Fid<fid_mr> Endpoint::register_buffer(const void* buf, size_t len) {
   return mr;
 }
 
+Fid<fid_mr> Endpoint::register_dmabuf(int fd, uint64_t offset, size_t len, void* base, int iface, int device) {
+  std::lock_guard<std::mutex> lk(mu_);
+  // Same layout as libfabric 1.20's fi_mr_dmabuf, which shares a union with mr_iov.
+  struct {
+    int fd;
+    uint64_t offset;
+    size_t len;
+    void* base_addr;
+  } dmabuf{fd, offset, len, base};
+  fi_mr_attr attr{};
+  attr.mr_iov = reinterpret_cast<const iovec*>(&dmabuf);
+  attr.iov_count = 1;
+  attr.access = FI_SEND | FI_RECV;
+  attr.requested_key = next_mr_key();
+  attr.iface = static_cast<fi_hmem_iface>(iface);
+  attr.device.cuda = device;
+  Fid<fid_mr> mr;
+  constexpr uint64_t kDmabufFlag = 1ULL << 40;  // FI_MR_DMABUF
+  int rc = fi_mr_regattr(domain_.get(), &attr, kDmabufFlag, mr.out());
+  if (rc)
+    core::raise(dcclSystemError, core::describe(rank_, "register dma-buf on " + provider_, fi_err("fi_mr_regattr", rc)));
+  return mr;
+}
+
 void Endpoint::close_buffer(Fid<fid_mr>& mr) {
   std::lock_guard<std::mutex> lk(mu_);
   mr.reset();

@@ -60,6 +60,8 @@ class Endpoint {
 
   // Registers [buf, buf+len) on this domain for local send/recv; throws core::Error.
   Fid<fid_mr> register_buffer(const void* buf, size_t len);
+  // Device memory by dma-buf (libfabric >= 1.20): fi_mr_regattr with FI_MR_DMABUF.
+  Fid<fid_mr> register_dmabuf(int fd, uint64_t offset, size_t len, void* base, int iface, int device);
   void close_buffer(Fid<fid_mr>& mr);
 
   // Adds a peer's address; throws core::Error on failure.

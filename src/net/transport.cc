@@ -70,6 +70,13 @@ class FabricTransport final : public Transport {
   }
   MemRegion* register_memory(const void* buf, size_t len) override;
   void deregister_memory(MemRegion* mr) override;
+  MemRegion* register_dmabuf(int fd, uint64_t offset, size_t len, void* base, int iface, int device) override {
+    auto mr = std::make_unique<MemRegion>();
+    mr->base = base;
+    mr->len = len;
+    for (auto& ep : eps_) mr->regs.emplace_back(ep.get(), ep->register_dmabuf(fd, offset, len, base, iface, device));
+    return mr.release();
+  }
   void abandon() override {
     bool any = false;
     for (auto& ep : eps_) any = any || ep->cancelled_any();

@@ -82,6 +82,12 @@ class Transport {
   // result as `mr` to isend/irecv. Host memory works without it. nullptr: not needed/offered.
   virtual MemRegion* register_memory(const void* /*buf*/, size_t /*len*/) { return nullptr; }
   virtual void deregister_memory(MemRegion* /*mr*/) {}
+  // Device memory exported as a dma-buf (fd, offset, len; `base` is the device
+  // address), for providers with FI_HMEM on libfabric >= 1.20. iface: fi_hmem_iface.
+  virtual MemRegion* register_dmabuf(int /*fd*/, uint64_t /*offset*/, size_t /*len*/, void* /*base*/,
+                                     int /*iface*/, int /*device*/) {
+    return nullptr;
+  }
   // After a peer failed, closing endpoints with cancelled operations can crash
   // inside the provider: when cancel_all() cancelled any, an abandoned transport
   // leaves its fabric resources open (a bounded leak) and later deregistrations do
