@@ -40,13 +40,19 @@ void Ctx::fail(const Xfer& x, const std::string& cause) {
   stop(dcclRemoteError, core::describe(in_.rank, in_.name, where(x) + " failed: " + cause));
 }
 
-void Ctx::send_tagged(int peer, const void* p, size_t bytes, uint64_t tag, Xfer& x) {
+namespace {
+void arm(Xfer& x, int peer, uint64_t tag, bool is_send, net::Transport* net) {
   x.req.reset();
   x.req.peer = peer;
   x.req.tag = tag;
-  x.req.is_send = true;
+  x.req.is_send = is_send;
   x.active = true;
-  x.net = in_.net;
+  x.net = net;
+}
+}  // namespace
+
+void Ctx::send_tagged(int peer, const void* p, size_t bytes, uint64_t tag, Xfer& x) {
+  arm(x, peer, tag, true, in_.net);
   if (in_.path)
     in_.path->post_send(peer, p, bytes, tag, x);
   else
@@ -54,12 +60,7 @@ void Ctx::send_tagged(int peer, const void* p, size_t bytes, uint64_t tag, Xfer&
 }
 
 void Ctx::recv_tagged(int peer, void* p, size_t bytes, uint64_t tag, Xfer& x) {
-  x.req.reset();
-  x.req.peer = peer;
-  x.req.tag = tag;
-  x.req.is_send = false;
-  x.active = true;
-  x.net = in_.net;
+  arm(x, peer, tag, false, in_.net);
   if (in_.path)
     in_.path->post_recv(peer, p, bytes, tag, x);
   else
