@@ -1,5 +1,7 @@
 #include "sched/stream.hpp"
 
+#include <sched.h>
+
 #include <chrono>
 
 namespace dccl::sched {
@@ -15,10 +17,27 @@ Stream::~Stream() {
   worker_.join();
 }
 
+namespace {
+// Polls `done` for up to ~20 us, yielding so that oversubscribed cores still turn over.
+template <class F>
+bool poll_briefly(F done) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
+  for (unsigned i = 0;; ++i) {
+    if (done()) return true;
+    if ((i & 63) == 63) {
+      if (std::chrono::steady_clock::now() > until) return false;
+      sched_yield();
+    }
+    __builtin_ia32_pause();
+  }
+}
+}  // namespace
+
 void Stream::enqueue(std::function<void()> work) {
   {
     std::lock_guard<std::mutex> lk(mu_);
     queue_.push_back(std::move(work));
+    outstanding_.fetch_add(1, std::memory_order_release);
   }
   cv_work_.notify_one();
 }
@@ -26,6 +45,11 @@ void Stream::enqueue(std::function<void()> work) {
 void Stream::run() {
   std::unique_lock<std::mutex> lk(mu_);
   for (;;) {
+    if (queue_.empty() && !stop_) {
+      lk.unlock();
+      poll_briefly([&] { return outstanding_.load(std::memory_order_acquire) != 0; });
+      lk.lock();
+    }
     cv_work_.wait(lk, [&] { return stop_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stop_ and drained
     auto work = std::move(queue_.front());
@@ -47,6 +71,7 @@ void Stream::run() {
     }
     lk.lock();
     busy_ = false;
+    outstanding_.fetch_sub(1, std::memory_order_release);
     if (code != dcclSuccess && !has_error_) {
       has_error_ = true;
       err_code_ = code;
@@ -63,6 +88,7 @@ void Stream::rethrow_locked() {
 }
 
 void Stream::synchronize(int64_t timeout_ms) {
+  poll_briefly([&] { return outstanding_.load(std::memory_order_acquire) == 0; });
   std::unique_lock<std::mutex> lk(mu_);
   bool ok = cv_idle_.wait_for(lk, std::chrono::milliseconds(timeout_ms),
                               [&] { return queue_.empty() && !busy_; });
