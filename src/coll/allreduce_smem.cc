@@ -19,16 +19,19 @@ namespace dccl::coll {
 namespace {
 using Clock = std::chrono::steady_clock;
 
-// Waits until pred() holds: spins briefly, then yields; bounded by the timeout.
+// Waits until pred() holds, yielding every few polls: the rank being waited for
+// may share this core (more ranks or stream threads than cores), and a long spin
+// would only delay it. Without the spin budget (ranks outnumber cores) it yields at
+// once. Bounded by the timeout.
 template <class Pred>
 void await(Ctx& c, const char* what, int peer, Pred pred) {
-  for (unsigned i = 0; !pred(); ++i) {
-    if (i < 256) {
-      __builtin_ia32_pause();
-      continue;
+  const unsigned every = c.spin_us() > 0 ? 32 : 1;
+  for (unsigned i = 1; !pred(); ++i) {
+    __builtin_ia32_pause();
+    if (i % every == 0) {
+      sched_yield();
+      if ((i & 255) == 0) c.check_deadline(what, peer);
     }
-    sched_yield();
-    if ((i & 255) == 0) c.check_deadline(what, peer);
   }
 }
 }  // namespace

@@ -89,6 +89,7 @@ class Ctx {
 
   // For algorithms that wait on shared memory rather than transfers.
   net::ShmSegment* smem() const { return in_.smem; }
+  int64_t spin_us() const { return in_.spin_us; }
   void start_deadline();
   // Throws (failed communicator, or timeout naming `what` from `peer`).
   void check_deadline(const char* what, int peer);
