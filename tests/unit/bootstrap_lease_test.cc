@@ -359,7 +359,7 @@ TEST(Interrupt, UnblocksAGetPromptly) {
   b.interrupt();
   t.join();
   ASSERT_TRUE(threw.load());
-  EXPECT_LT(thrown - t0, 100ms);
+  EXPECT_LT(thrown - t0, 1000ms);
   EXPECT_EQ(err.code(), dcclRemoteError);
   EXPECT_NE(std::string(err.what()).find("interrupted"), std::string::npos) << err.what();
   EXPECT_NE(std::string(err.what()).find("rank 0"), std::string::npos) << err.what();
@@ -384,7 +384,7 @@ TEST(Interrupt, BeforeTheGetStartsIsNotLost) {
   t.join();
   auto t0 = Clock::now();
   EXPECT_EQ(catch_error([&] { b.get("k", std::chrono::hours(1)); }).code(), dcclRemoteError);
-  EXPECT_LT(Clock::now() - t0, 100ms);
+  EXPECT_LT(Clock::now() - t0, 1000ms);
 }
 
 TEST(Interrupt, RacesWithReplies) {
