@@ -1,3 +1,7 @@
+#include <cerrno>
+#include <sys/stat.h>
+#include <signal.h>
+#include <dirent.h>
 #include <map>
 #include <unistd.h>
 #include <sys/syscall.h>
@@ -108,7 +112,28 @@ class FabricTransport final : public Transport {
   bool connected_ = false;
 };
 
+namespace {
+// libfabric's shm provider names its region /dev/shm/<pid>:<n>:<m> and leaves it
+// behind when the process is killed; a later process with the same pid then fails
+// fi_enable with EBUSY. Remove such regions whose process no longer exists.
+void reap_orphaned_shm_regions() {
+  DIR* d = opendir("/dev/shm");
+  if (!d) return;
+  while (dirent* e = readdir(d)) {
+    unsigned long pid = 0, a = 0, b = 0;
+    char tail = 0;
+    if (sscanf(e->d_name, "%lu:%lu:%lu%c", &pid, &a, &b, &tail) != 3 || pid == 0) continue;
+    if (kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    std::string path = std::string("/dev/shm/") + e->d_name;
+    struct stat st;
+    if (stat(path.c_str(), &st) == 0 && st.st_uid == getuid()) unlink(path.c_str());
+  }
+  closedir(d);
+}
+}  // namespace
+
 FabricTransport::FabricTransport(const TransportOptions& o) : opts_(o) {
+  reap_orphaned_shm_regions();
   if (o.nranks < 1 || o.rank < 0 || o.rank >= o.nranks)
     core::raise(dcclInvalidArgument, "transport: rank " + std::to_string(o.rank) +
                                          " out of range for " + std::to_string(o.nranks) +
