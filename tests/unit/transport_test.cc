@@ -377,7 +377,12 @@ TEST(Transport, TruncationIsRemoteError) {
     Request r;
     if (c.rank == 0) {
       c.t->isend(1, buf.data(), buf.size(), 5, &r);
-      c.t->wait(r, "big send");
+      try {
+        c.t->wait(r, "big send");
+      } catch (const core::Error& e) {  // the receiver's side is what this test is about
+        fprintf(stderr, "sender: %s\n", e.what());
+        c.t->cancel_all();
+      }
       return;
     }
     c.t->irecv(0, buf.data(), 100, 5, &r);
