@@ -37,10 +37,11 @@ void await(Ctx& c, const char* what, int peer, Pred pred) {
 }  // namespace
 
 void allreduce_smem(Ctx& c, const Args& a) {
+  if (a.count == 0) return;
+  if (c.smem() == nullptr) throw core::Error(dcclInternalError, "allreduce_smem: no shared-memory segment");
   net::ShmSegment& seg = *c.smem();
   const int n = c.nranks(), r = c.rank();
   const size_t bytes = a.count * c.esize();
-  if (a.count == 0) return;
   if (bytes > seg.slot_bytes())
     throw core::Error(dcclInternalError, "allreduce_smem: message larger than the shared slot");
   const uint64_t k = seg.next_op();

@@ -94,7 +94,7 @@ Choice Tuner::choose(Coll c, size_t bytes, int n) const {
       ch.algo = bytes <= (16u << 10) || (n <= 2 && bytes <= (64u << 10)) ? Algo::Rd
                 : bytes <= (256u << 10)                              ? Algo::Rhd
                                                                      : Algo::Ring;
-      if (bytes <= smem_bytes_) ch.algo = Algo::Smem;
+      if (smem_bytes_ > 0 && bytes <= smem_bytes_) ch.algo = Algo::Smem;
       break;
     case Coll::Reduce: ch.algo = bytes <= (64u << 10) ? Algo::Tree : Algo::Chain; break;
     case Coll::Broadcast: ch.algo = bytes <= (64u << 10) ? Algo::Tree : Algo::Chain; break;
@@ -108,7 +108,7 @@ Choice Tuner::choose(Coll c, size_t bytes, int n) const {
   }
   if (has_forced_[static_cast<int>(c)]) ch.algo = forced_[static_cast<int>(c)];
   // The one-shot needs the segment and a message that fits a slot.
-  if (ch.algo == Algo::Smem && bytes > smem_bytes_) ch.algo = bytes <= (256u << 10) ? Algo::Rd : Algo::Ring;
+  if (ch.algo == Algo::Smem && (smem_bytes_ == 0 || bytes > smem_bytes_)) ch.algo = bytes <= (256u << 10) ? Algo::Rd : Algo::Ring;
   // Larger chunks amortise per-message cost on shared memory; TCP prefers smaller ones
   // so that reduction overlaps the wire.
   ch.chunk_bytes = chunk_override_ ? chunk_override_ : same_host_ ? (512u << 10) : (256u << 10);
