@@ -55,7 +55,10 @@ struct Wait {
 
 }  // namespace
 
+using AppendKeyed = void (*)(std::string&, uint64_t, std::string_view, std::string_view);
+
 struct Bootstrap::Impl {
+  void send_keyed(const char* verb, const std::string& key, const std::string& value, AppendKeyed append);
   std::unique_ptr<StoreServer> server;  // declared first: destroyed after the connection
   int rank = 0;
   std::chrono::milliseconds timeout{0};
@@ -351,17 +354,26 @@ Bootstrap::~Bootstrap() {
   if (impl_) impl_->fd.reset();  // close our connection before stopping a server we own
 }
 
-void Bootstrap::set(const std::string& key, const std::string& value) {
-  const std::string op = "bootstrap set '" + key + "'";
-  impl_->check_usable(op);
-  impl_->check_key(impl_->ns + key, op);
+// SET and LEASE: a key and a value, answered by OK.
+void Bootstrap::Impl::send_keyed(const char* verb, const std::string& key, const std::string& value,
+                                 AppendKeyed append) {
+  Impl& im = *this;
+  const std::string op = std::string("bootstrap ") + verb + " '" + key + "'";
+  im.check_usable(op);
+  im.check_key(im.ns + key, op);
   if (value.size() > wire::kMaxValue)
-    impl_->fail(dcclInvalidArgument, op, "value of " + std::to_string(value.size()) + " bytes exceeds 16 MiB", false);
+    im.fail(dcclInvalidArgument, op, "value of " + std::to_string(value.size()) + " bytes exceeds 16 MiB", false);
   std::string out;
-  const uint64_t req = impl_->next_req++;
-  wire::append_set(out, req, impl_->ns + key, value);
-  std::unordered_map<uint64_t, Want> want{{req, {nullptr, "SET of '" + key + "'"}}};
-  impl_->exchange(out, want, op, impl_->plain_wait());
+  const uint64_t req = im.next_req++;
+  append(out, req, im.ns + key, value);
+  std::string upper(verb);
+  for (auto& ch : upper) ch = static_cast<char>(toupper(ch));
+  std::unordered_map<uint64_t, Want> want{{req, {nullptr, upper + " of '" + key + "'"}}};
+  im.exchange(out, want, op, im.plain_wait());
+}
+
+void Bootstrap::set(const std::string& key, const std::string& value) {
+  impl_->send_keyed("set", key, value, wire::append_set);
 }
 
 std::string Bootstrap::get(const std::string& key) { return get(key, impl_->timeout); }
@@ -380,16 +392,7 @@ std::string Bootstrap::get(const std::string& key, std::chrono::milliseconds tim
 }
 
 void Bootstrap::lease(const std::string& key, const std::string& value) {
-  const std::string op = "bootstrap lease '" + key + "'";
-  impl_->check_usable(op);
-  impl_->check_key(impl_->ns + key, op);
-  if (value.size() > wire::kMaxValue)
-    impl_->fail(dcclInvalidArgument, op, "value of " + std::to_string(value.size()) + " bytes exceeds 16 MiB", false);
-  std::string out;
-  const uint64_t req = impl_->next_req++;
-  wire::append_lease(out, req, impl_->ns + key, value);
-  std::unordered_map<uint64_t, Want> want{{req, {nullptr, "LEASE of '" + key + "'"}}};
-  impl_->exchange(out, want, op, impl_->plain_wait());
+  impl_->send_keyed("lease", key, value, wire::append_lease);
 }
 
 void Bootstrap::unlease() {
