@@ -18,6 +18,7 @@ void allreduce_ring(Ctx& c, const Args& a);
 void allreduce_rhd(Ctx& c, const Args& a);   // recursive halving-doubling (Rabenseifner)
 void allreduce_rd(Ctx& c, const Args& a);    // recursive doubling (latency-bound sizes)
 void allreduce_smem(Ctx& c, const Args& a);  // one-shot through host shared memory (one host)
+void allreduce_smem_rs(Ctx& c, const Args& a);  // chunked reduce-scatter + allgather through host shared memory
 void reduce_scatter_ring(Ctx& c, const Args& a);
 void allgather_ring(Ctx& c, const Args& a);
 void allgather_bruck(Ctx& c, const Args& a);

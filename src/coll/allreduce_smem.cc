@@ -4,37 +4,15 @@
 // reduces all slots in rank order (identical results everywhere). Two slots per
 // rank alternate, and a rank reuses a slot only after every rank finished the
 // operation that last read it.
-#include <sched.h>
-
-#include <chrono>
 #include <cstring>
 
 #include "coll/algos.hpp"
 #include "coll/reduce/reduce.hpp"
 #include "core/error.hpp"
+#include "coll/smem_wait.hpp"
 #include "net/shm_segment.hpp"
 
 namespace dccl::coll {
-
-namespace {
-using Clock = std::chrono::steady_clock;
-
-// Waits until pred() holds, yielding every few polls: the rank being waited for
-// may share this core (more ranks or stream threads than cores), and a long spin
-// would only delay it. Without the spin budget (ranks outnumber cores) it yields at
-// once. Bounded by the timeout.
-template <class Pred>
-void await(Ctx& c, const char* what, int peer, Pred pred) {
-  const unsigned every = c.spin_us() > 0 ? 32 : 1;
-  for (unsigned i = 1; !pred(); ++i) {
-    __builtin_ia32_pause();
-    if (i % every == 0) {
-      sched_yield();
-      if ((i & 255) == 0) c.check_deadline(what, peer);
-    }
-  }
-}
-}  // namespace
 
 void allreduce_smem(Ctx& c, const Args& a) {
   if (a.count == 0) return;
@@ -49,12 +27,12 @@ void allreduce_smem(Ctx& c, const Args& a) {
   c.start_deadline();
   // Slot p was last read in operation k-2: wait until every rank finished it.
   for (int q = 0; q < n; ++q)
-    await(c, "the end of its previous operation", q,
+    smem_await(c, "the end of its previous operation", q,
           [&] { return seg.done(q).v.load(std::memory_order_acquire) + 2 >= k; });
   memcpy(seg.slot(r, p), a.send, bytes);
   seg.seq(r, p).v.store(k, std::memory_order_release);
   for (int q = 0; q < n; ++q)
-    await(c, "its contribution", q, [&] { return seg.seq(q, p).v.load(std::memory_order_acquire) == k; });
+    smem_await(c, "its contribution", q, [&] { return seg.seq(q, p).v.load(std::memory_order_acquire) == k; });
   if (n == 1) {
     memcpy(a.recv, seg.slot(0, p), bytes);
   } else {

@@ -55,7 +55,8 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   check_same_settings();
 
   size_t smem_limit = open_shared_segment(same_host);
-  tuner_ = std::make_unique<tune::Tuner>(cfg_.algo, cfg_.chunk_bytes, same_host, smem_limit);
+  const bool smem_chunks = smem_ && smem_->chunk_bytes() > 0;
+  tuner_ = std::make_unique<tune::Tuner>(cfg_.algo, cfg_.chunk_bytes, same_host, smem_limit, smem_chunks);
   mem::PathOptions po;
   po.rank = rank;
   po.nranks = nranks;
@@ -136,16 +137,21 @@ dcclStats_t Communicator::stats() const {
   return s;
 }
 
-// All ranks on this host: a shared segment for one-shot small allreduces. Every
-// rank must end up with it or none does, so the outcome is agreed on.
+// All ranks on this host: a shared segment for one-shot small allreduces and
+// pipelined larger ones. Every rank must end up with it or none does, so the
+// outcome is agreed on. Returns the one-shot limit (0: none).
 size_t Communicator::open_shared_segment(bool same_host) {
   size_t limit = cfg_.smem_bytes;
   if (nranks_ > 4 && limit > (16u << 10)) limit = 16u << 10;
-  if (!same_host || nranks_ < 2 || limit == 0) return 0;
+  size_t chunk = cfg_.smem_chunk_bytes;
+  // Two chunk slots per rank; keep the whole segment within 64 MiB.
+  const size_t chunk_cap = (32u << 20) / static_cast<size_t>(nranks_ > 0 ? nranks_ : 1);
+  if (chunk > chunk_cap) chunk = chunk_cap & ~size_t{63};
+  if (!same_host || nranks_ < 2 || (limit == 0 && chunk == 0)) return 0;
   bool ok = true;
   try {
     smem_ = std::make_unique<net::ShmSegment>(
-        rank_, nranks_, limit, [&](const std::string& name) { boot_->set("smem", name); },
+        rank_, nranks_, limit, chunk, [&](const std::string& name) { boot_->set("smem", name); },
         [&] { return boot_->get("smem"); }, [&] { boot_->barrier(); });
   } catch (const Error& e) {
     DCCL_INFO("no shared-memory segment: %s", e.what());
@@ -164,7 +170,8 @@ size_t Communicator::open_shared_segment(bool same_host) {
 void Communicator::check_same_settings() {
   std::string mine = "DCCL_STAGING_SLOT_BYTES=" + std::to_string(cfg_.staging_slot_bytes) +
                      " DCCL_CHUNK_BYTES=" + std::to_string(cfg_.chunk_bytes) + " DCCL_ALGO='" + cfg_.algo + "'" +
-                     " DCCL_SMEM_BYTES=" + std::to_string(cfg_.smem_bytes);
+                     " DCCL_SMEM_BYTES=" + std::to_string(cfg_.smem_bytes) +
+                     " DCCL_SMEM_CHUNK_BYTES=" + std::to_string(cfg_.smem_chunk_bytes);
   std::vector<std::string> all = boot_->allgather(mine);
   for (size_t r = 0; r < all.size(); ++r)
     if (all[r] != mine)

@@ -6,7 +6,7 @@
   X(debug, "DCCL_DEBUG", Str, "WARN", "Log level: NONE, WARN, INFO or TRACE")                      \
   X(timeout_s, "DCCL_TIMEOUT_S", Int, "600", "Bound in seconds on every blocking wait")          \
   X(provider, "DCCL_PROVIDER", Str, "", "libfabric provider for all peers (e.g. shm, tcp); empty: shm on one host, tcp;ofi_rxm across hosts; FI_PROVIDER is honoured too") \
-  X(algo, "DCCL_ALGO", Str, "", "Force an algorithm: ring, rhd, tree, bruck, direct (comma list as coll:algo allowed)") \
+  X(algo, "DCCL_ALGO", Str, "", "Force an algorithm: ring, rhd, rd, smem, smem_rs, tree, chain, bruck, pairwise, dissemination (comma list as coll:algo allowed)") \
   X(chunk_bytes, "DCCL_CHUNK_BYTES", Bytes, "0", "Pipeline chunk size; 0 lets the tuner choose")  \
   X(socket_ifname, "DCCL_SOCKET_IFNAME", Str, "", "Interface for the bootstrap store; empty: the one that reaches the root") \
   X(peer_direct, "DCCL_PEER_DIRECT", Str, "auto", "auto: direct where viable; 1: require direct; 0: force host staging") \
@@ -14,6 +14,7 @@
   X(staging_slots, "DCCL_STAGING_SLOTS", Int, "4", "Host bounce slots per peer (at least 2)")     \
   X(reg_cache_bytes, "DCCL_REG_CACHE_BYTES", Bytes, "8G", "Bound on memory kept registered by the peer-direct registration cache (LRU eviction)") \
   X(smem_bytes, "DCCL_SMEM_BYTES", Bytes, "64K", "Largest allreduce done one-shot through host shared memory when all ranks share a host (16K cap above 4 ranks; 0 disables)") \
+  X(smem_chunk_bytes, "DCCL_SMEM_CHUNK_BYTES", Bytes, "256K", "Per-rank chunk of the pipelined allreduce through host shared memory, used above DCCL_SMEM_BYTES when all ranks share a host (0 disables)") \
   X(stats, "DCCL_STATS", Bool, "0", "Print the communicator's data-path statistics at destroy")  \
   X(check, "DCCL_CHECK", Bool, "0", "Check every operation's signature across ranks")           \
   X(spin_us, "DCCL_SPIN_US", Int, "50", "Microseconds to poll a completion queue before yielding") \

@@ -13,14 +13,15 @@
 namespace dccl::net {
 
 namespace {
-// Per rank: 2 sequence flags + 1 done flag, then the slots of all ranks.
-size_t header_bytes(int n) { return static_cast<size_t>(n) * 3 * sizeof(ShmSegment::Flag); }
+// The flags of all ranks, then the one-shot slots of all ranks, then the chunk slots.
+size_t header_bytes(int n) { return static_cast<size_t>(n) * ShmSegment::kFlags * sizeof(ShmSegment::Flag); }
 }  // namespace
 
-ShmSegment::ShmSegment(int rank, int nranks, size_t slot_bytes, const std::function<void(const std::string&)>& publish,
+ShmSegment::ShmSegment(int rank, int nranks, size_t slot_bytes, size_t chunk_bytes,
+                       const std::function<void(const std::string&)>& publish,
                        const std::function<std::string()>& fetch, const std::function<void()>& barrier)
-    : rank_(rank), n_(nranks), slot_bytes_(slot_bytes) {
-  bytes_ = header_bytes(n_) + static_cast<size_t>(n_) * 2 * slot_bytes_;
+    : rank_(rank), n_(nranks), slot_bytes_((slot_bytes + 63) & ~size_t{63}), chunk_bytes_((chunk_bytes + 63) & ~size_t{63}) {
+  bytes_ = header_bytes(n_) + static_cast<size_t>(n_) * 2 * (slot_bytes_ + chunk_bytes_);
   std::string name;
   int fd = -1;
   if (rank_ == 0) {
@@ -57,16 +58,17 @@ ShmSegment::~ShmSegment() {
   if (base_) munmap(base_, bytes_);
 }
 
-ShmSegment::Flag& ShmSegment::seq(int rank, int parity) const {
-  return reinterpret_cast<Flag*>(base_)[static_cast<size_t>(rank) * 3 + static_cast<size_t>(parity)];
-}
-
-ShmSegment::Flag& ShmSegment::done(int rank) const {
-  return reinterpret_cast<Flag*>(base_)[static_cast<size_t>(rank) * 3 + 2];
+ShmSegment::Flag& ShmSegment::flag(int rank, int id) const {
+  return reinterpret_cast<Flag*>(base_)[static_cast<size_t>(rank) * kFlags + static_cast<size_t>(id)];
 }
 
 char* ShmSegment::slot(int rank, int parity) const {
   return base_ + header_bytes(n_) + (static_cast<size_t>(rank) * 2 + static_cast<size_t>(parity)) * slot_bytes_;
+}
+
+char* ShmSegment::chunk_slot(int rank, int parity) const {
+  return base_ + header_bytes(n_) + static_cast<size_t>(n_) * 2 * slot_bytes_ +
+         (static_cast<size_t>(rank) * 2 + static_cast<size_t>(parity)) * chunk_bytes_;
 }
 
 }  // namespace dccl::net

@@ -1,7 +1,9 @@
 // A POSIX shared-memory segment shared by all ranks of a communicator when they
-// run on one host: per rank, two payload slots with sequence flags and a "done"
-// counter. Small allreduces go through it in one shot (coll/allreduce_smem.cc),
-// far below the cost of a message round through the provider.
+// run on one host. Per rank: flags (each on its own cache line), two small slots
+// for one-shot allreduces (coll/allreduce_smem.cc) and two chunk slots for the
+// pipelined reduce-scatter + allgather of larger ones (coll/allreduce_smem_rs.cc).
+// Both avoid the provider entirely: plain stores and loads, no system call, no
+// page pinning, far below the cost of a message round through libfabric.
 #pragma once
 #include <atomic>
 #include <cstddef>
@@ -19,25 +21,34 @@ class ShmSegment {
   // Rank 0 creates the segment and publishes its name through `publish`; the others
   // `fetch` it and map it. `barrier` runs between mapping and unlinking, so the name
   // never outlives the setup (a crash cannot leave it behind).
-  ShmSegment(int rank, int nranks, size_t slot_bytes, const std::function<void(const std::string&)>& publish,
+  // Flags per rank. Seq*: a one-shot slot holds operation k; Done: one-shot k
+  // finished; In*: chunk slot holds input chunk k; Red*: this rank's part of chunk
+  // k is reduced in its slot; ChunkDone: this rank copied chunk k out.
+  enum FlagId { Seq0, Seq1, Done, In0, In1, Red0, Red1, ChunkDone, kFlags };
+  // slot_bytes: one one-shot slot (0: none); chunk_bytes: one chunk slot (0: none).
+  ShmSegment(int rank, int nranks, size_t slot_bytes, size_t chunk_bytes, const std::function<void(const std::string&)>& publish,
              const std::function<std::string()>& fetch, const std::function<void()>& barrier);
   ~ShmSegment();
   ShmSegment(const ShmSegment&) = delete;
   ShmSegment& operator=(const ShmSegment&) = delete;
 
   size_t slot_bytes() const { return slot_bytes_; }
+  size_t chunk_bytes() const { return chunk_bytes_; }
   int nranks() const { return n_; }
   char* slot(int rank, int parity) const;
-  Flag& seq(int rank, int parity) const;
-  Flag& done(int rank) const;
-  uint64_t next_op() { return ++ops_; }  // same sequence on every rank
+  char* chunk_slot(int rank, int parity) const;
+  Flag& flag(int rank, int id) const;
+  Flag& seq(int rank, int parity) const { return flag(rank, Seq0 + parity); }
+  Flag& done(int rank) const { return flag(rank, Done); }
+  uint64_t next_op() { return ++ops_; }        // same sequence on every rank
+  uint64_t next_chunk() { return ++chunks_; }  // likewise, for chunk slots
 
  private:
   int rank_, n_;
-  size_t slot_bytes_;
+  size_t slot_bytes_, chunk_bytes_;
   size_t bytes_ = 0;
   char* base_ = nullptr;
-  uint64_t ops_ = 0;
+  uint64_t ops_ = 0, chunks_ = 0;
 };
 
 }  // namespace dccl::net

@@ -32,6 +32,7 @@ AlgoFn pick(Coll c, Algo a) {
       return a == Algo::Ring   ? coll::allreduce_ring
              : a == Algo::Rhd  ? coll::allreduce_rhd
              : a == Algo::Smem ? coll::allreduce_smem
+             : a == Algo::SmemRs ? coll::allreduce_smem_rs
                                : coll::allreduce_rd;
     case Coll::Reduce: return a == Algo::Chain ? coll::reduce_chain : coll::reduce_tree;
     case Coll::Broadcast: return a == Algo::Chain ? coll::broadcast_chain : coll::broadcast_tree;
@@ -111,6 +112,9 @@ void execute(Resources& res, const std::vector<Op>& ops) {
     if (ch.algo == tune::Algo::Smem && in.path != nullptr) {
       ch.algo = tune::Algo::Rd;
       in.name.replace(in.name.find("(smem"), 5, "(rd");
+    } else if (ch.algo == tune::Algo::SmemRs && in.path != nullptr) {
+      ch.algo = tune::Algo::Ring;
+      in.name.replace(in.name.find("(smem_rs"), 8, "(ring");
     }
     DCCL_TRACE("%s start", name.c_str());
     coll::Ctx ctx(in);

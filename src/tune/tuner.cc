@@ -13,13 +13,13 @@ const char* coll_name(Coll c) {
 }
 
 const char* algo_name(Algo a) {
-  static const char* n[] = {"ring", "rhd", "rd", "tree", "chain", "bruck", "pairwise", "dissemination", "direct", "smem"};
+  static const char* n[] = {"ring", "rhd", "rd", "tree", "chain", "bruck", "pairwise", "dissemination", "direct", "smem", "smem_rs"};
   return n[static_cast<int>(a)];
 }
 
 namespace {
 bool parse_algo(const std::string& s, Algo* out) {
-  for (int i = 0; i <= static_cast<int>(Algo::Smem); ++i)
+  for (int i = 0; i <= static_cast<int>(Algo::SmemRs); ++i)
     if (s == algo_name(static_cast<Algo>(i))) {
       *out = static_cast<Algo>(i);
       return true;
@@ -43,7 +43,7 @@ bool parse_coll(const std::string& s, Coll* out) {
 
 bool Tuner::valid_for(Coll c, Algo a) const {
   switch (c) {
-    case Coll::AllReduce: return a == Algo::Ring || a == Algo::Rhd || a == Algo::Rd || a == Algo::Smem;
+    case Coll::AllReduce: return a == Algo::Ring || a == Algo::Rhd || a == Algo::Rd || a == Algo::Smem || a == Algo::SmemRs;
     case Coll::Reduce: return a == Algo::Tree || a == Algo::Chain;
     case Coll::Broadcast: return a == Algo::Tree || a == Algo::Chain;
     case Coll::AllGather: return a == Algo::Ring || a == Algo::Bruck;
@@ -55,8 +55,8 @@ bool Tuner::valid_for(Coll c, Algo a) const {
   return false;
 }
 
-Tuner::Tuner(const std::string& spec, size_t chunk_override, bool same_host, size_t smem_bytes)
-    : chunk_override_(chunk_override), same_host_(same_host), smem_bytes_(smem_bytes) {
+Tuner::Tuner(const std::string& spec, size_t chunk_override, bool same_host, size_t smem_bytes, bool smem_chunks)
+    : chunk_override_(chunk_override), same_host_(same_host), smem_bytes_(smem_bytes), smem_chunks_(smem_chunks) {
   std::stringstream ss(spec);
   std::string item;
   while (std::getline(ss, item, ',')) {
@@ -94,6 +94,7 @@ Choice Tuner::choose(Coll c, size_t bytes, int n) const {
       ch.algo = bytes <= (16u << 10) || (n <= 2 && bytes <= (64u << 10)) ? Algo::Rd
                 : bytes <= (256u << 10)                              ? Algo::Rhd
                                                                      : Algo::Ring;
+      if (smem_chunks_ && bytes > smem_bytes_) ch.algo = Algo::SmemRs;
       if (smem_bytes_ > 0 && bytes <= smem_bytes_) ch.algo = Algo::Smem;
       break;
     case Coll::Reduce: ch.algo = bytes <= (64u << 10) ? Algo::Tree : Algo::Chain; break;
@@ -109,6 +110,7 @@ Choice Tuner::choose(Coll c, size_t bytes, int n) const {
   if (has_forced_[static_cast<int>(c)]) ch.algo = forced_[static_cast<int>(c)];
   // The one-shot needs the segment and a message that fits a slot.
   if (ch.algo == Algo::Smem && (smem_bytes_ == 0 || bytes > smem_bytes_)) ch.algo = bytes <= (256u << 10) ? Algo::Rd : Algo::Ring;
+  if (ch.algo == Algo::SmemRs && !smem_chunks_) ch.algo = Algo::Ring;
   // Larger chunks amortise per-message cost on shared memory; TCP prefers smaller ones
   // so that reduction overlaps the wire.
   ch.chunk_bytes = chunk_override_ ? chunk_override_ : same_host_ ? (512u << 10) : (256u << 10);

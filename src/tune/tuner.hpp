@@ -9,7 +9,7 @@ namespace dccl::tune {
 enum class Coll { AllReduce, Reduce, Broadcast, AllGather, ReduceScatter, AlltoAll, Barrier, SendRecv };
 const char* coll_name(Coll c);  // "all_reduce", ...
 
-enum class Algo { Ring, Rhd, Rd, Tree, Chain, Bruck, Pairwise, Dissemination, Direct, Smem };
+enum class Algo { Ring, Rhd, Rd, Tree, Chain, Bruck, Pairwise, Dissemination, Direct, Smem, SmemRs };
 const char* algo_name(Algo a);
 
 struct Choice {
@@ -20,8 +20,10 @@ struct Choice {
 class Tuner {
  public:
   // `override_spec` is DCCL_ALGO; throws core::Error(dcclInvalidArgument) for an unknown name.
-  // smem_bytes: largest allreduce the shared-memory one-shot takes (0: not available).
-  Tuner(const std::string& override_spec, size_t chunk_bytes_override, bool same_host, size_t smem_bytes = 0);
+  // smem_bytes: largest allreduce the shared-memory one-shot takes (0: not available);
+  // smem_chunks: the segment has chunk slots for larger allreduces.
+  Tuner(const std::string& override_spec, size_t chunk_bytes_override, bool same_host, size_t smem_bytes = 0,
+        bool smem_chunks = false);
   // `bytes`: the per-rank message size the collective moves (allreduce: count*esize).
   Choice choose(Coll c, size_t bytes, int nranks) const;
 
@@ -32,6 +34,7 @@ class Tuner {
   size_t chunk_override_;
   bool same_host_;
   size_t smem_bytes_;
+  bool smem_chunks_;
 };
 
 }  // namespace dccl::tune

@@ -246,6 +246,7 @@ int main(int argc, char** argv) {
     const char* algo;
     const char* chunk;
     bool all_types;
+    const char* smem_chunk = "";  // DCCL_SMEM_CHUNK_BYTES; empty: default
   };
   std::vector<Setting> settings = {
       {"", "", true},  // the tuner's choice
@@ -253,14 +254,23 @@ int main(int argc, char** argv) {
       {"allreduce:rhd,broadcast:tree,reduce:tree,allgather:bruck", "", false},
       {"allreduce:rd", "", false},
       {"allreduce:smem", "", false},
+      // 256-byte chunk slots: many chunks, parts of one cache line, empty parts above 4 ranks.
+      {"allreduce:smem_rs", "", true, "256"},
   };
-  if (suite == "large") settings = {{"", "", false}, {"allreduce:rhd,broadcast:tree,reduce:tree,allgather:bruck", "", false}};
+  if (suite == "large")
+    settings = {{"", "", false},
+                {"allreduce:ring", "", false},
+                {"allreduce:rhd,broadcast:tree,reduce:tree,allgather:bruck", "", false}};
   const std::vector<size_t> counts = {0, 1, 7, 1001};
   dcclStream_t stream;
   if (dcclStreamCreate(&stream) != dcclSuccess) return 3;
   for (const Setting& st : settings) {
     setenv("DCCL_ALGO", st.algo, 1);
     setenv("DCCL_CHUNK_BYTES", *st.chunk ? st.chunk : "0", 1);
+    if (*st.smem_chunk)
+      setenv("DCCL_SMEM_CHUNK_BYTES", st.smem_chunk, 1);
+    else
+      unsetenv("DCCL_SMEM_CHUNK_BYTES");
     dcclComm_t comm;
     if (dcclCommInitFromEnv(&comm) != dcclSuccess) {
       fprintf(stderr, "init failed: %s\n", dcclGetLastError(nullptr));

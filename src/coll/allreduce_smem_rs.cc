@@ -1,0 +1,96 @@
+// Pipelined allreduce through the host's shared-memory segment, for messages above
+// the one-shot's limit when every rank is on one host and the buffers are host
+// memory. The message is cut into chunks that fit a chunk slot; each chunk is cut
+// into one part per rank. Per chunk, every rank
+//   1. copies its input chunk into its own slot and raises In,
+//   2. once every rank's In is up, reduces its own part across all slots (its own
+//      slot first, then the others in rank order) into its own slot and raises Red,
+//   3. copies every rank's reduced part out of that rank's slot as soon as its Red
+//      is up, then raises ChunkDone.
+// Each element is reduced by exactly one rank, so every rank gets the same bits.
+// Two slots per rank alternate between consecutive chunks, so a rank copies chunk
+// k+1 in while others still copy chunk k out; a slot is reused (chunk k+2) only
+// after every rank raised ChunkDone for chunk k. No provider, no system call, no
+// page pinning: every byte moves with user-space vector loads and stores, and the
+// slots stay in cache.
+#include <cstring>
+
+#include "coll/algos.hpp"
+#include "coll/reduce/reduce.hpp"
+#include "coll/smem_wait.hpp"
+#include "core/error.hpp"
+#include "net/shm_segment.hpp"
+
+namespace dccl::coll {
+
+namespace {
+using Seg = net::ShmSegment;
+
+// Part q of a chunk of `len` elements: whole cache lines where possible.
+struct Parts {
+  size_t per;
+  size_t len;
+  size_t off(int q) const { return std::min(per * static_cast<size_t>(q), len); }
+  size_t size(int q) const { return std::min(per * static_cast<size_t>(q + 1), len) - off(q); }
+};
+
+Parts split(size_t len, int n, size_t esize) {
+  const size_t line = esize >= 64 ? 1 : 64 / esize;
+  size_t per = (len + static_cast<size_t>(n) - 1) / static_cast<size_t>(n);
+  per = (per + line - 1) / line * line;
+  return Parts{per, len};
+}
+}  // namespace
+
+void allreduce_smem_rs(Ctx& c, const Args& a) {
+  if (a.count == 0) return;
+  if (c.smem() == nullptr || c.smem()->chunk_bytes() == 0)
+    throw core::Error(dcclInternalError, "allreduce_smem_rs: no shared-memory chunk slots");
+  Seg& seg = *c.smem();
+  const int n = c.nranks(), r = c.rank();
+  const size_t es = c.esize();
+  const size_t max_elems = seg.chunk_bytes() / es;
+  if (max_elems == 0) throw core::Error(dcclInternalError, "allreduce_smem_rs: chunk slot smaller than one element");
+  const char* sb = static_cast<const char*>(a.send);
+  char* rb = static_cast<char*>(a.recv);
+  c.start_deadline();
+  for (size_t done = 0; done < a.count;) {
+    const size_t len = std::min(max_elems, a.count - done);
+    const Parts parts = split(len, n, es);
+    const uint64_t k = seg.next_chunk();
+    const int p = static_cast<int>(k & 1);
+    const int in = Seg::In0 + p, red = Seg::Red0 + p;
+    // Slot p last held chunk k-2: every rank must have copied it out.
+    for (int q = 0; q < n; ++q)
+      smem_await(c, "the end of its previous chunk", q,
+                 [&] { return seg.flag(q, Seg::ChunkDone).v.load(std::memory_order_acquire) + 2 >= k; });
+    char* mine = seg.chunk_slot(r, p);
+    memcpy(mine, sb + done * es, len * es);
+    seg.flag(r, in).v.store(k, std::memory_order_release);
+
+    const size_t po = parts.off(r), pl = parts.size(r);
+    for (int j = 1; j < n; ++j) {
+      const int q = (r + j) % n;
+      smem_await(c, "its input chunk", q, [&] { return seg.flag(q, in).v.load(std::memory_order_acquire) >= k; });
+    }
+    if (pl > 0) {
+      char* acc = mine + po * es;
+      for (int q = 0; q < n; ++q)
+        if (q != r) coll::reduce(acc, acc, seg.chunk_slot(q, p) + po * es, pl, c.dt(), c.op());
+      if (c.op() == dcclAvg) coll::finish_avg(acc, pl, c.dt(), n);
+    }
+    seg.flag(r, red).v.store(k, std::memory_order_release);
+
+    for (int j = 0; j < n; ++j) {
+      const int q = (r + j) % n;
+      const size_t qo = parts.off(q), ql = parts.size(q);
+      if (j > 0)
+        smem_await(c, "its reduced part", q, [&] { return seg.flag(q, red).v.load(std::memory_order_acquire) >= k; });
+      if (ql > 0) memcpy(rb + (done + qo) * es, seg.chunk_slot(q, p) + qo * es, ql * es);
+    }
+    seg.flag(r, Seg::ChunkDone).v.store(k, std::memory_order_release);
+    done += len;
+  }
+}
+
+}  // namespace dccl::coll
