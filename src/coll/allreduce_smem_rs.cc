@@ -2,9 +2,10 @@
 // the one-shot's limit when every rank is on one host and the buffers are host
 // memory. The message is cut into chunks that fit a chunk slot; each chunk is cut
 // into one part per rank. Per chunk, every rank
-//   1. copies its input chunk into its own slot and raises In,
-//   2. once every rank's In is up, reduces its own part across all slots (its own
-//      slot first, then the others in rank order) into its own slot and raises Red,
+//   1. copies the parts of its input chunk that other ranks reduce into its own
+//      slot and raises In,
+//   2. once every rank's In is up, reduces its own part (its input first, then the
+//      other slots in rank order) into its own slot and raises Red,
 //   3. copies every rank's reduced part out of that rank's slot as soon as its Red
 //      is up, then raises ChunkDone.
 // Each element is reduced by exactly one rank, so every rank gets the same bits.
@@ -65,18 +66,24 @@ void allreduce_smem_rs(Ctx& c, const Args& a) {
       smem_await(c, "the end of its previous chunk", q,
                  [&] { return seg.flag(q, Seg::ChunkDone).v.load(std::memory_order_acquire) + 2 >= k; });
     char* mine = seg.chunk_slot(r, p);
-    memcpy(mine, sb + done * es, len * es);
+    const size_t po = parts.off(r), pl = parts.size(r);
+    // Every part but this rank's own, which it reduces straight from its input.
+    memcpy(mine, sb + done * es, po * es);
+    memcpy(mine + (po + pl) * es, sb + (done + po + pl) * es, (len - po - pl) * es);
     seg.flag(r, in).v.store(k, std::memory_order_release);
 
-    const size_t po = parts.off(r), pl = parts.size(r);
     for (int j = 1; j < n; ++j) {
       const int q = (r + j) % n;
       smem_await(c, "its input chunk", q, [&] { return seg.flag(q, in).v.load(std::memory_order_acquire) >= k; });
     }
     if (pl > 0) {
       char* acc = mine + po * es;
-      for (int q = 0; q < n; ++q)
-        if (q != r) coll::reduce(acc, acc, seg.chunk_slot(q, p) + po * es, pl, c.dt(), c.op());
+      const void* first = sb + (done + po) * es;
+      for (int q = 0; q < n; ++q) {
+        if (q == r) continue;
+        coll::reduce(acc, first, seg.chunk_slot(q, p) + po * es, pl, c.dt(), c.op());
+        first = acc;
+      }
       if (c.op() == dcclAvg) coll::finish_avg(acc, pl, c.dt(), n);
     }
     seg.flag(r, red).v.store(k, std::memory_order_release);
