@@ -80,7 +80,7 @@ dcclResult_t submit(const char* fn, dcclComm_t comm, dcclStream_t stream, sched:
     if (api::in_group())
       api::group_add(comm, c, s, op);
     else
-      c.submit({op}, s);
+      c.submit_one(op, s);
   });
 }
 

@@ -7,11 +7,12 @@
 //   2. once every rank's In is up, reduces its own part (its input first, then the
 //      other slots in rank order) into its own slot and raises Red,
 //   3. copies every rank's reduced part out of that rank's slot as soon as its Red
-//      is up, then raises ChunkDone.
+//      is up.
 // Each element is reduced by exactly one rank, so every rank gets the same bits.
 // Two slots per rank alternate between consecutive chunks, so a rank copies chunk
-// k+1 in while others still copy chunk k out; a slot is reused (chunk k+2) only
-// after every rank raised ChunkDone for chunk k. No provider, no system call, no
+// k+1 in while others still copy chunk k out. A slot is rewritten (chunk k+2) only
+// after every rank finished chunk k: each raised In for k+1 after it, and this rank
+// waited for all of those before it got to k+2. No provider, no system call, no
 // page pinning: every byte moves with user-space vector loads and stores, and the
 // slots stay in cache.
 #include <cstring>
@@ -61,10 +62,6 @@ void allreduce_smem_rs(Ctx& c, const Args& a) {
     const uint64_t k = seg.next_chunk();
     const int p = static_cast<int>(k & 1);
     const int in = Seg::In0 + p, red = Seg::Red0 + p;
-    // Slot p last held chunk k-2: every rank must have copied it out.
-    for (int q = 0; q < n; ++q)
-      smem_await(c, "the end of its previous chunk", q,
-                 [&] { return seg.flag(q, Seg::ChunkDone).v.load(std::memory_order_acquire) + 2 >= k; });
     char* mine = seg.chunk_slot(r, p);
     const size_t po = parts.off(r), pl = parts.size(r);
     // Every part but this rank's own, which it reduces straight from its input.
@@ -95,7 +92,6 @@ void allreduce_smem_rs(Ctx& c, const Args& a) {
         smem_await(c, "its reduced part", q, [&] { return seg.flag(q, red).v.load(std::memory_order_acquire) >= k; });
       if (ql > 0) memcpy(rb + (done + qo) * es, seg.chunk_slot(q, p) + qo * es, ql * es);
     }
-    seg.flag(r, Seg::ChunkDone).v.store(k, std::memory_order_release);
     done += len;
   }
 }

@@ -15,6 +15,12 @@ namespace dccl::coll {
 
 using Clock = std::chrono::steady_clock;
 
+std::string Label::str() const {
+  if (coll == nullptr) return text;
+  return std::string(coll) + " #" + std::to_string(seq) + " (" + algo + ", " + std::to_string(count) + " x " +
+         core::dtype_name(dt) + ")";
+}
+
 Ctx::Ctx(const CtxInit& init)
     : in_(init),
       esize_(core::dtype_size(init.dt)),
@@ -37,7 +43,7 @@ void Ctx::stop(dcclResult_t code, const std::string& what) const {
 }
 
 void Ctx::fail(const Xfer& x, const std::string& cause) {
-  stop(dcclRemoteError, core::describe(in_.rank, in_.name, where(x) + " failed: " + cause));
+  stop(dcclRemoteError, core::describe(in_.rank, name(), where(x) + " failed: " + cause));
 }
 
 namespace {
@@ -78,7 +84,7 @@ void Ctx::recv(int peer, void* p, size_t bytes, uint32_t step, Xfer& x) {
 void Ctx::check_failed() const {
   if (in_.failed && in_.failed->load(std::memory_order_acquire))
     stop(in_.failure_code ? *in_.failure_code : dcclRemoteError,
-         core::describe(in_.rank, in_.name, "stopped: " + *in_.failure));
+         core::describe(in_.rank, name(), "stopped: " + *in_.failure));
 }
 
 bool Ctx::poll(Xfer& x) {
@@ -87,7 +93,7 @@ bool Ctx::poll(Xfer& x) {
     try {
       return in_.path->progress(x);
     } catch (const core::Error& e) {
-      stop(e.code(), core::describe(in_.rank, in_.name, where(x) + ": " + e.what()));
+      stop(e.code(), core::describe(in_.rank, name(), where(x) + ": " + e.what()));
     }
   }
   if (x.req.done.load(std::memory_order_acquire)) {
@@ -114,7 +120,7 @@ size_t Ctx::wait_any(Xfer* const* xs, size_t n) {
     }
     if (!any_active)
       throw core::Error(dcclInternalError,
-                        core::describe(in_.rank, in_.name, "wait_any with nothing in flight"));
+                        core::describe(in_.rank, name(), "wait_any with nothing in flight"));
     in_.net->progress();
     if ((iter & 15) == 0) {
       check_failed();
@@ -123,7 +129,7 @@ size_t Ctx::wait_any(Xfer* const* xs, size_t n) {
         std::string pending;
         for (size_t i = 0; i < n; ++i)
           if (xs[i]->active) pending += (pending.empty() ? "" : ", ") + where(*xs[i]);
-        stop(dcclTimeout, core::describe(in_.rank, in_.name,
+        stop(dcclTimeout, core::describe(in_.rank, name(),
                                          "timed out after " + std::to_string(in_.timeout_ms / 1000) +
                                              " s waiting for " + pending));
       }
@@ -174,12 +180,16 @@ void Ctx::finish_avg(void* buf, size_t count) {
 
 void* Ctx::scratch(size_t bytes) { return in_.scratch->take(bytes); }
 
-void Ctx::start_deadline() { deadline_ = Clock::now() + std::chrono::milliseconds(in_.timeout_ms); }
+// The clock is read only once a wait has gone on for a while (its first
+// check_deadline), not on every operation: a small operation ends long before.
+void Ctx::start_deadline() { deadline_ = {}; }
 
 void Ctx::check_deadline(const char* what, int peer) {
   check_failed();
-  if (Clock::now() > deadline_)
-    stop(dcclTimeout, core::describe(in_.rank, in_.name,
+  const auto now = Clock::now();
+  if (deadline_ == Clock::time_point{}) deadline_ = now + std::chrono::milliseconds(in_.timeout_ms);
+  if (now > deadline_)
+    stop(dcclTimeout, core::describe(in_.rank, name(),
                                      "timed out after " + std::to_string(in_.timeout_ms / 1000) + " s waiting for rank " +
                                          std::to_string(peer) + " (" + what + ")"));
 }

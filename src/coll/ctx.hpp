@@ -33,6 +33,19 @@ inline uint64_t make_tag(TagKind k, uint64_t seq, uint32_t step) {
   return (static_cast<uint64_t>(k) << 56) | ((seq & 0xffffffffULL) << 24) | (step & 0xffffffu);
 }
 
+// What an operation is called in errors and traces, e.g. "all_reduce #12 (smem, 2 x
+// float32)". Kept as parts and spelled out only when needed: building the string
+// on every call cost more than a small allreduce itself.
+struct Label {
+  const char* coll = nullptr;  // null: `text` is the whole name
+  const char* algo = "";
+  uint64_t seq = 0;
+  size_t count = 0;
+  dcclDataType_t dt = dcclFloat32;
+  std::string text;
+  std::string str() const;
+};
+
 struct CtxInit {
   net::Transport* net = nullptr;
   mem::DataPath* path = nullptr;  // null: buffers are host memory, sent directly
@@ -51,7 +64,7 @@ struct CtxInit {
   const std::string* failure = nullptr;
   const dcclResult_t* failure_code = nullptr;
   net::ShmSegment* smem = nullptr;  // when every rank is on this host
-  std::string name;  // e.g. "all_reduce #12 (ring)"
+  Label name;
 };
 
 class Ctx {
@@ -67,7 +80,7 @@ class Ctx {
   dcclRedOp_t op() const { return in_.op; }
   size_t esize() const { return esize_; }
   size_t chunk_bytes() const { return in_.chunk_bytes; }
-  const std::string& name() const { return in_.name; }
+  std::string name() const { return in_.name.str(); }
 
   void send(int peer, const void* p, size_t bytes, uint32_t step, Xfer& x);
   void recv(int peer, void* p, size_t bytes, uint32_t step, Xfer& x);

@@ -217,12 +217,12 @@ void Communicator::record_error(const Error& e) {
   }
 }
 
-void Communicator::run_ticket(uint64_t ticket, const std::vector<sched::Op>& ops) {
+void Communicator::run_ticket(uint64_t ticket, std::span<const sched::Op> ops) {
   log_set_rank(rank_);
   {
     std::unique_lock<std::mutex> lk(order_mu_);
-    bool ok = order_cv_.wait_for(lk, std::chrono::seconds(cfg_.timeout_s),
-                                 [&] { return turn_ == ticket || aborted_.load(); });
+    auto ready = [&] { return turn_ == ticket || aborted_.load(); };
+    bool ok = ready() || order_cv_.wait_for(lk, std::chrono::seconds(cfg_.timeout_s), ready);
     if (!ok)
       raise(dcclTimeout, describe(rank_, "submit", "earlier operations on this communicator did not "
                                                    "finish within DCCL_TIMEOUT_S"));
@@ -274,6 +274,16 @@ void Communicator::submit(std::vector<sched::Op> ops, sched::Stream* stream) {
     return;
   }
   stream->enqueue([this, ticket, ops = std::move(ops)] { run_ticket(ticket, ops); });
+}
+
+void Communicator::submit_one(const sched::Op& op, sched::Stream* stream) {
+  if (stream) return submit(std::vector<sched::Op>{op}, stream);
+  uint64_t ticket;
+  {
+    std::lock_guard<std::mutex> lk(order_mu_);
+    ticket = next_ticket_++;
+  }
+  run_ticket(ticket, std::span<const sched::Op>(&op, 1));
 }
 
 void Communicator::abort() {

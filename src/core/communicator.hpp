@@ -5,6 +5,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <span>
 #include <vector>
 
 #include "bootstrap/bootstrap.hpp"
@@ -39,6 +40,8 @@ class Communicator {
   // Runs `ops` in this communicator's submission order: inline when stream is null
   // (throws on error), else queued on the stream.
   void submit(std::vector<sched::Op> ops, sched::Stream* stream);
+  // One operation: on the NULL stream it runs here without copying it anywhere.
+  void submit_one(const sched::Op& op, sched::Stream* stream);
 
   void abort();
   bool aborted() const { return aborted_.load(); }
@@ -47,7 +50,7 @@ class Communicator {
   dcclStats_t stats() const;
 
  private:
-  void run_ticket(uint64_t ticket, const std::vector<sched::Op>& ops);
+  void run_ticket(uint64_t ticket, std::span<const sched::Op> ops);
   void record_error(const Error& e);
   // Stops this communicator's work: in-flight waits and later calls fail with `text`.
   void set_failed(dcclResult_t code, const std::string& text);

@@ -14,12 +14,12 @@ PathChooser::PathChooser(net::Transport& net, const PathOptions& opts, PathCount
 
 PathChooser::~PathChooser() = default;
 
-PathSel PathChooser::select(const void* a, const void* b, const std::string& opname) {
+PathSel PathChooser::select(const void* a, const void* b, const std::function<std::string()>& opname) {
   Backend* ba = a ? &backend_of(a) : nullptr;
   Backend* bb = b ? &backend_of(b) : nullptr;
   if (ba && bb && ba != bb)
     core::raise(dcclInvalidArgument,
-                core::describe(opts_.rank, opname, std::string("sendbuff is ") + ba->name() + " memory but recvbuff is " +
+                core::describe(opts_.rank, opname(), std::string("sendbuff is ") + ba->name() + " memory but recvbuff is " +
                                                        bb->name() + " memory; both must be the same kind"));
   Backend* be = ba ? ba : bb ? bb : &host_backend();
   PathSel sel;
@@ -39,7 +39,7 @@ PathSel PathChooser::select(const void* a, const void* b, const std::string& opn
       if (bad) d.reason = "layer '" + bad->name + "' failed: " + bad->detail;
       if (bad && opts_.mode == "1")
         core::raise(dcclUnavailable,
-                    core::describe(opts_.rank, opname, std::string("peer-direct required (DCCL_PEER_DIRECT=1) but not viable for ") +
+                    core::describe(opts_.rank, opname(), std::string("peer-direct required (DCCL_PEER_DIRECT=1) but not viable for ") +
                                                            be->name() + " memory: " + d.reason));
       if (bad)
         DCCL_INFO("peer-direct not viable for %s memory (%s); using host staging", be->name(), d.reason.c_str());

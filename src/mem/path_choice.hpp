@@ -5,6 +5,7 @@
 #pragma once
 #include <memory>
 #include <mutex>
+#include <functional>
 #include <string>
 
 #include "mem/backend.hpp"
@@ -34,7 +35,8 @@ class PathChooser {
   ~PathChooser();
   // a, b: the operation's buffers (either may be null). Throws core::Error for
   // buffers of different kinds, or with DCCL_PEER_DIRECT=1 naming the failed layer.
-  PathSel select(const void* a, const void* b, const std::string& opname);
+  // `opname` names the operation in errors; called only when there is one.
+  PathSel select(const void* a, const void* b, const std::function<std::string()>& opname);
   RegCacheStats cache_stats() const;
   // Why `kind` goes staged ("" when direct or not decided yet).
   std::string staged_reason(Kind kind) const;

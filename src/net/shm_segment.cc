@@ -20,8 +20,12 @@ size_t header_bytes(int n) { return static_cast<size_t>(n) * ShmSegment::kFlags 
 ShmSegment::ShmSegment(int rank, int nranks, size_t slot_bytes, size_t chunk_bytes,
                        const std::function<void(const std::string&)>& publish,
                        const std::function<std::string()>& fetch, const std::function<void()>& barrier)
-    : rank_(rank), n_(nranks), slot_bytes_((slot_bytes + 63) & ~size_t{63}), chunk_bytes_((chunk_bytes + 63) & ~size_t{63}) {
+    : rank_(rank),
+      n_(nranks),
+      slot_bytes_(slot_bytes == 0 ? 0 : (slot_bytes + kSlotData + 63) & ~size_t{63}),
+      chunk_bytes_((chunk_bytes + 63) & ~size_t{63}) {
   bytes_ = header_bytes(n_) + static_cast<size_t>(n_) * 2 * (slot_bytes_ + chunk_bytes_);
+  if (slot_bytes_ > 0) slot_bytes_ -= kSlotData;  // payload capacity; the stride adds kSlotData back
   std::string name;
   int fd = -1;
   if (rank_ == 0) {
@@ -62,12 +66,14 @@ ShmSegment::Flag& ShmSegment::flag(int rank, int id) const {
   return reinterpret_cast<Flag*>(base_)[static_cast<size_t>(rank) * kFlags + static_cast<size_t>(id)];
 }
 
-char* ShmSegment::slot(int rank, int parity) const {
-  return base_ + header_bytes(n_) + (static_cast<size_t>(rank) * 2 + static_cast<size_t>(parity)) * slot_bytes_;
+char* ShmSegment::slot_line(int rank, int parity) const {
+  const size_t stride = slot_bytes_ + kSlotData;
+  return base_ + header_bytes(n_) + (static_cast<size_t>(rank) * 2 + static_cast<size_t>(parity)) * stride;
 }
 
 char* ShmSegment::chunk_slot(int rank, int parity) const {
-  return base_ + header_bytes(n_) + static_cast<size_t>(n_) * 2 * slot_bytes_ +
+  const size_t one_shot = slot_bytes_ == 0 ? 0 : slot_bytes_ + kSlotData;
+  return base_ + header_bytes(n_) + static_cast<size_t>(n_) * 2 * one_shot +
          (static_cast<size_t>(rank) * 2 + static_cast<size_t>(parity)) * chunk_bytes_;
 }
 

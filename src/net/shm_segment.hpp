@@ -21,10 +21,13 @@ class ShmSegment {
   // Rank 0 creates the segment and publishes its name through `publish`; the others
   // `fetch` it and map it. `barrier` runs between mapping and unlinking, so the name
   // never outlives the setup (a crash cannot leave it behind).
-  // Flags per rank. Seq*: a one-shot slot holds operation k; Done: one-shot k
-  // finished; In*: chunk slot holds input chunk k; Red*: this rank's part of chunk
-  // k is reduced in its slot; ChunkDone: this rank copied chunk k out.
-  enum FlagId { Seq0, Seq1, Done, In0, In1, Red0, Red1, ChunkDone, kFlags };
+  // Flags per rank. In*: chunk slot holds input chunk k; Red*: this rank's part of
+  // chunk k is reduced in its slot. (A one-shot slot carries its own flag, below.)
+  enum FlagId { In0, In1, Red0, Red1, kFlags };
+  // Payload of a one-shot slot starts this far into the slot's first cache line,
+  // right after the slot's sequence flag: a small message and its flag travel
+  // between cores as one line.
+  static constexpr size_t kSlotData = 8;
   // slot_bytes: one one-shot slot (0: none); chunk_bytes: one chunk slot (0: none).
   ShmSegment(int rank, int nranks, size_t slot_bytes, size_t chunk_bytes, const std::function<void(const std::string&)>& publish,
              const std::function<std::string()>& fetch, const std::function<void()>& barrier);
@@ -35,15 +38,18 @@ class ShmSegment {
   size_t slot_bytes() const { return slot_bytes_; }
   size_t chunk_bytes() const { return chunk_bytes_; }
   int nranks() const { return n_; }
-  char* slot(int rank, int parity) const;
+  char* slot(int rank, int parity) const { return slot_line(rank, parity) + kSlotData; }
+  // The one-shot slot's flag: the operation whose input the slot holds.
+  std::atomic<uint64_t>& seq(int rank, int parity) const {
+    return *reinterpret_cast<std::atomic<uint64_t>*>(slot_line(rank, parity));
+  }
   char* chunk_slot(int rank, int parity) const;
   Flag& flag(int rank, int id) const;
-  Flag& seq(int rank, int parity) const { return flag(rank, Seq0 + parity); }
-  Flag& done(int rank) const { return flag(rank, Done); }
   uint64_t next_op() { return ++ops_; }        // same sequence on every rank
   uint64_t next_chunk() { return ++chunks_; }  // likewise, for chunk slots
 
  private:
+  char* slot_line(int rank, int parity) const;
   int rank_, n_;
   size_t slot_bytes_, chunk_bytes_;
   size_t bytes_ = 0;

@@ -55,7 +55,7 @@ void check_signature(Resources& res, const Op& op) {
   in.failed = res.failed;
   in.failure = res.failure;
   in.failure_code = &res.failure_code;
-  in.name = "DCCL_CHECK of " + text(mine);
+  in.name.text = "DCCL_CHECK of " + text(mine);
   coll::Ctx ctx(in);
   std::vector<Sig> theirs(static_cast<size_t>(n));
   std::vector<coll::Xfer> xs(2 * static_cast<size_t>(n));
@@ -69,7 +69,7 @@ void check_signature(Resources& res, const Op& op) {
   for (int p = 0; p < n; ++p) {
     if (p == res.rank || theirs[static_cast<size_t>(p)] == mine) continue;
     throw core::Error(dcclInvalidUsage,
-                      core::describe(res.rank, in.name,
+                      core::describe(res.rank, in.name.text,
                                      "collective mismatch: this rank called " + text(mine) + " but rank " +
                                          std::to_string(p) + " called " + text(theirs[static_cast<size_t>(p)])));
   }

@@ -45,13 +45,13 @@ AlgoFn pick(Coll c, Algo a) {
   return nullptr;
 }
 
-coll::CtxInit base_init(Resources& res, const Op& op, const std::string& name) {
+coll::CtxInit base_init(Resources& res, const Op& op, coll::Label name) {
   coll::CtxInit in;
-  mem::PathSel sel = res.paths->select(op.send, op.recv, name);
+  mem::PathSel sel = res.paths->select(op.send, op.recv, [&] { return name.str(); });
   in.path = sel.path;
   in.backend = sel.backend;
   in.scratch = &res.scratch_for(*sel.backend);
-  in.name = name;
+  in.name = std::move(name);
   in.net = res.net;
   in.rank = res.rank;
   in.nranks = res.nranks;
@@ -81,7 +81,7 @@ coll::ScratchPool& Resources::scratch_for(mem::Backend& be) {
   return *p;
 }
 
-void execute(Resources& res, const std::vector<Op>& ops) {
+void execute(Resources& res, std::span<const Op> ops) {
   // Point-to-point calls of the group are posted together, so that matching
   // send/recv pairs between two ranks can never wait on each other.
   std::vector<const Op*> p2p;
@@ -91,8 +91,9 @@ void execute(Resources& res, const std::vector<Op>& ops) {
   std::vector<coll::Xfer> xfers(p2p.size());
   for (size_t i = 0; i < p2p.size(); ++i) {
     const Op& op = *p2p[i];
-    std::string name = std::string(op.is_send ? "send to" : "recv from") + " rank " + std::to_string(op.peer) +
-                       " (" + std::to_string(op.count) + " x " + core::dtype_name(op.dt) + ")";
+    coll::Label name;
+    name.text = std::string(op.is_send ? "send to" : "recv from") + " rank " + std::to_string(op.peer) + " (" +
+                std::to_string(op.count) + " x " + core::dtype_name(op.dt) + ")";
     pctx.push_back(std::make_unique<coll::Ctx>(base_init(res, op, name)));
     size_t bytes = op.count * core::dtype_size(op.dt);
     if (op.is_send)
@@ -104,19 +105,20 @@ void execute(Resources& res, const std::vector<Op>& ops) {
     if (op.coll == Coll::SendRecv) continue;
     if (res.check) check_signature(res, op);
     tune::Choice ch = res.tuner->choose(op.coll, tuning_bytes(op, res.nranks), res.nranks);
-    std::string name = std::string(tune::coll_name(op.coll)) + " #" + std::to_string(op.seq) + " (" +
-                       tune::algo_name(ch.algo) + ", " + std::to_string(op.count) + " x " + core::dtype_name(op.dt) + ")";
+    coll::Label name;
+    name.coll = tune::coll_name(op.coll);
+    name.seq = op.seq;
+    name.count = op.count;
+    name.dt = op.dt;
+    name.algo = tune::algo_name(ch.algo);
     coll::CtxInit in = base_init(res, op, name);
     in.chunk_bytes = ch.chunk_bytes;
     // Device memory cannot go through the host segment: same exchange, by messages.
-    if (ch.algo == tune::Algo::Smem && in.path != nullptr) {
-      ch.algo = tune::Algo::Rd;
-      in.name.replace(in.name.find("(smem"), 5, "(rd");
-    } else if (ch.algo == tune::Algo::SmemRs && in.path != nullptr) {
-      ch.algo = tune::Algo::Ring;
-      in.name.replace(in.name.find("(smem_rs"), 8, "(ring");
+    if (in.path != nullptr && (ch.algo == tune::Algo::Smem || ch.algo == tune::Algo::SmemRs)) {
+      ch.algo = ch.algo == tune::Algo::Smem ? tune::Algo::Rd : tune::Algo::Ring;
+      in.name.algo = tune::algo_name(ch.algo);
     }
-    DCCL_TRACE("%s start", name.c_str());
+    DCCL_TRACE("%s start", in.name.str().c_str());
     coll::Ctx ctx(in);
     coll::Args args{op.send, op.recv, op.count, op.root};
     pick(op.coll, ch.algo)(ctx, args);

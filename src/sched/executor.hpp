@@ -2,6 +2,7 @@
 // the algorithm's context and drives it to completion.
 #pragma once
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "coll/scratch.hpp"
@@ -35,6 +36,6 @@ struct Resources {
 // Executes `ops` (one call, or a group of calls on one communicator): send/recv are
 // posted together first, collectives run in order, then every send/recv is awaited.
 // Throws core::Error naming the rank, the operation and the cause.
-void execute(Resources& res, const std::vector<Op>& ops);
+void execute(Resources& res, std::span<const Op> ops);
 
 }  // namespace dccl::sched
