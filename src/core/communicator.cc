@@ -9,6 +9,7 @@
 
 #include "core/log.hpp"
 #include "mem/backend.hpp"
+#include "net/provider.hpp"
 
 namespace dccl::core {
 
@@ -36,6 +37,7 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   to.timeout = timeout;
   // Every message is cut at the staging slot size, whatever path each end takes.
   to.max_part_bytes = cfg_.staging_slot_bytes;
+  rxm_eager_ = net::set_provider_defaults(cfg_.rxm_eager_bytes);
   net_ = net::Transport::create(to);
   std::vector<std::string> hosts = boot_->allgather(hostname());
   bool same_host = true;
@@ -171,7 +173,8 @@ void Communicator::check_same_settings() {
   std::string mine = "DCCL_STAGING_SLOT_BYTES=" + std::to_string(cfg_.staging_slot_bytes) +
                      " DCCL_CHUNK_BYTES=" + std::to_string(cfg_.chunk_bytes) + " DCCL_ALGO='" + cfg_.algo + "'" +
                      " DCCL_SMEM_BYTES=" + std::to_string(cfg_.smem_bytes) +
-                     " DCCL_SMEM_CHUNK_BYTES=" + std::to_string(cfg_.smem_chunk_bytes);
+                     " DCCL_SMEM_CHUNK_BYTES=" + std::to_string(cfg_.smem_chunk_bytes) +
+                     " FI_OFI_RXM_EAGER_LIMIT=" + (rxm_eager_.empty() ? "(default)" : rxm_eager_);
   std::vector<std::string> all = boot_->allgather(mine);
   for (size_t r = 0; r < all.size(); ++r)
     if (all[r] != mine)

@@ -69,6 +69,7 @@ class Communicator {
   std::unique_ptr<net::Transport> net_;
   std::unique_ptr<tune::Tuner> tuner_;
   std::unique_ptr<net::ShmSegment> smem_;
+  std::string rxm_eager_;  // effective FI_OFI_RXM_EAGER_LIMIT
   std::unique_ptr<mem::PathChooser> paths_;
   sched::Stats stats_;
   sched::Resources res_;

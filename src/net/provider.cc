@@ -3,7 +3,10 @@
 #include <rdma/fi_errno.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <string>
 
 #include "core/error.hpp"
 
@@ -68,6 +71,15 @@ std::string canonical_provider(const std::string& name) {
   if (n == "udp") return "udp;ofi_rxd";
   if (n == "verbs") return "verbs;ofi_rxm";
   return n;
+}
+
+std::string set_provider_defaults(uint64_t rxm_eager_bytes) {
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    if (rxm_eager_bytes > 0) setenv("FI_OFI_RXM_EAGER_LIMIT", std::to_string(rxm_eager_bytes).c_str(), 0);
+  });
+  const char* v = getenv("FI_OFI_RXM_EAGER_LIMIT");
+  return v ? v : "";
 }
 
 std::vector<std::string> available_providers() {

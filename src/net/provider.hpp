@@ -21,6 +21,12 @@ std::string canonical_provider(const std::string& name);
 
 // Providers offering RDM endpoints with tagged messages on this node, e.g.
 // {"shm", "tcp;ofi_rxm", "sockets", "udp;ofi_rxd"}.
+// libfabric provider settings DirectCCL prefers, applied to the environment once
+// per process unless the user set them: FI_OFI_RXM_EAGER_LIMIT (rxm_eager_bytes,
+// 0: leave it). They take effect only if libfabric was not initialised in this
+// process before. Returns the effective value ("" when unset).
+std::string set_provider_defaults(uint64_t rxm_eager_bytes);
+
 std::vector<std::string> available_providers();
 
 struct ProviderInfo {
