@@ -32,8 +32,12 @@ ShmSegment::ShmSegment(int rank, int nranks, size_t slot_bytes, size_t chunk_byt
     std::random_device rd;
     name = "/dccl-" + std::to_string(getpid()) + "-" + std::to_string(rd()) + std::to_string(rd());
     fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0 || ftruncate(fd, static_cast<off_t>(bytes_)) != 0) {
-      int e = errno;
+    // posix_fallocate reserves the pages now: a full /dev/shm (containers often give
+    // it 64 MiB) then fails here, cleanly, instead of with SIGBUS on first touch.
+    int e = 0;
+    if (fd < 0 || ftruncate(fd, static_cast<off_t>(bytes_)) != 0) e = errno;
+    if (e == 0) e = posix_fallocate(fd, 0, static_cast<off_t>(bytes_));
+    if (e != 0) {
       if (fd >= 0) {
         close(fd);
         shm_unlink(name.c_str());
