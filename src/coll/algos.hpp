@@ -20,8 +20,10 @@ void allreduce_rd(Ctx& c, const Args& a);    // recursive doubling (latency-boun
 void allreduce_smem(Ctx& c, const Args& a);  // one-shot through host shared memory (one host)
 void allreduce_smem_rs(Ctx& c, const Args& a);  // chunked reduce-scatter + allgather through host shared memory
 void reduce_scatter_ring(Ctx& c, const Args& a);
+void reduce_scatter_smem(Ctx& c, const Args& a);  // chunked through host shared memory (one host)
 void allgather_ring(Ctx& c, const Args& a);
 void allgather_bruck(Ctx& c, const Args& a);
+void allgather_smem(Ctx& c, const Args& a);  // chunked through host shared memory (one host)
 void broadcast_tree(Ctx& c, const Args& a);   // binomial tree
 void broadcast_chain(Ctx& c, const Args& a);  // pipelined chain
 void reduce_tree(Ctx& c, const Args& a);      // binomial tree

@@ -36,8 +36,9 @@ AlgoFn pick(Coll c, Algo a) {
                                : coll::allreduce_rd;
     case Coll::Reduce: return a == Algo::Chain ? coll::reduce_chain : coll::reduce_tree;
     case Coll::Broadcast: return a == Algo::Chain ? coll::broadcast_chain : coll::broadcast_tree;
-    case Coll::AllGather: return a == Algo::Bruck ? coll::allgather_bruck : coll::allgather_ring;
-    case Coll::ReduceScatter: return coll::reduce_scatter_ring;
+    case Coll::AllGather:
+      return a == Algo::Bruck ? coll::allgather_bruck : a == Algo::Smem ? coll::allgather_smem : coll::allgather_ring;
+    case Coll::ReduceScatter: return a == Algo::Smem ? coll::reduce_scatter_smem : coll::reduce_scatter_ring;
     case Coll::AlltoAll: return coll::alltoall_pairwise;
     case Coll::Barrier: return coll::barrier_dissemination;
     case Coll::SendRecv: return nullptr;
@@ -115,7 +116,7 @@ void execute(Resources& res, std::span<const Op> ops) {
     in.chunk_bytes = ch.chunk_bytes;
     // Device memory cannot go through the host segment: same exchange, by messages.
     if (in.path != nullptr && (ch.algo == tune::Algo::Smem || ch.algo == tune::Algo::SmemRs)) {
-      ch.algo = ch.algo == tune::Algo::Smem ? tune::Algo::Rd : tune::Algo::Ring;
+      ch.algo = ch.algo == tune::Algo::Smem && op.coll == Coll::AllReduce ? tune::Algo::Rd : tune::Algo::Ring;
       in.name.algo = tune::algo_name(ch.algo);
     }
     DCCL_TRACE("%s start", in.name.str().c_str());

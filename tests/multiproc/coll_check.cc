@@ -255,7 +255,7 @@ int main(int argc, char** argv) {
       {"allreduce:rd", "", false},
       {"allreduce:smem", "", false},
       // 256-byte chunk slots: many chunks, parts of one cache line, empty parts above 4 ranks.
-      {"allreduce:smem_rs", "", true, "256"},
+      {"allreduce:smem_rs,reduce_scatter:smem,allgather:smem", "", true, "256"},
   };
   if (suite == "large")
     settings = {{"", "", false},

@@ -1,0 +1,48 @@
+// Allgather through the host's shared-memory segment (all ranks on one host, host
+// buffers). The per-rank block is cut into chunks; for each chunk every rank
+// copies its piece into its chunk slot and raises In, then copies every other
+// rank's piece out of that rank's slot as soon as its In is up. Slots alternate
+// between consecutive chunks and are reused under the same rule as
+// allreduce_smem_rs: a rank raises In for chunk k+1 only after finishing chunk k.
+#include <algorithm>
+#include <cstring>
+
+#include "coll/algos.hpp"
+#include "coll/smem_wait.hpp"
+#include "core/error.hpp"
+#include "net/shm_segment.hpp"
+
+namespace dccl::coll {
+
+void allgather_smem(Ctx& c, const Args& a) {
+  if (a.count == 0) return;
+  if (c.smem() == nullptr || c.smem()->chunk_bytes() == 0)
+    throw core::Error(dcclInternalError, "allgather_smem: no shared-memory chunk slots");
+  net::ShmSegment& seg = *c.smem();
+  const int n = c.nranks(), r = c.rank();
+  const size_t es = c.esize(), block = a.count;
+  const size_t max_len = seg.chunk_bytes() / es;
+  if (max_len == 0) throw core::Error(dcclInternalError, "allgather_smem: chunk slot smaller than one element");
+  const char* sb = static_cast<const char*>(a.send);
+  char* rb = static_cast<char*>(a.recv);
+  // In place, sendbuff is this rank's block of recvbuff already.
+  char* own = rb + static_cast<size_t>(r) * block * es;
+  if (own != sb) memcpy(own, sb, block * es);
+  c.start_deadline();
+  for (size_t off = 0; off < block;) {
+    const size_t len = std::min(max_len, block - off);
+    const uint64_t k = seg.next_chunk();
+    const int p = static_cast<int>(k & 1);
+    const int in = net::ShmSegment::In0 + p;
+    memcpy(seg.chunk_slot(r, p), sb + off * es, len * es);
+    seg.flag(r, in).v.store(k, std::memory_order_release);
+    for (int j = 1; j < n; ++j) {
+      const int q = (r + j) % n;
+      smem_await(c, "its input chunk", q, [&] { return seg.flag(q, in).v.load(std::memory_order_acquire) >= k; });
+      memcpy(rb + (static_cast<size_t>(q) * block + off) * es, seg.chunk_slot(q, p), len * es);
+    }
+    off += len;
+  }
+}
+
+}  // namespace dccl::coll

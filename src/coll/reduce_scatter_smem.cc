@@ -1,0 +1,59 @@
+// Reduce-scatter through the host's shared-memory segment (all ranks on one host,
+// host buffers). The per-rank block is cut into chunks; for each chunk every rank
+// copies the pieces other ranks own (piece q of its input, for q != rank) into its
+// chunk slot and raises In; once every rank's In is up, it reduces its own piece:
+// its input first, then every other slot in rank order, straight into recvbuff.
+// Slots alternate between consecutive chunks and are reused under the same rule as
+// allreduce_smem_rs: a rank raises In for chunk k+1 only after finishing chunk k.
+#include <algorithm>
+#include <cstring>
+
+#include "coll/algos.hpp"
+#include "coll/reduce/reduce.hpp"
+#include "coll/smem_wait.hpp"
+#include "core/error.hpp"
+#include "net/shm_segment.hpp"
+
+namespace dccl::coll {
+
+void reduce_scatter_smem(Ctx& c, const Args& a) {
+  if (a.count == 0) return;
+  if (c.smem() == nullptr || c.smem()->chunk_bytes() == 0)
+    throw core::Error(dcclInternalError, "reduce_scatter_smem: no shared-memory chunk slots");
+  net::ShmSegment& seg = *c.smem();
+  const int n = c.nranks(), r = c.rank();
+  const size_t es = c.esize(), block = a.count;
+  const size_t max_len = seg.chunk_bytes() / (es * static_cast<size_t>(n));
+  // A slot too small for one element per rank (a tiny DCCL_SMEM_CHUNK_BYTES, which
+  // every rank shares): the same operation by messages.
+  if (max_len == 0) return reduce_scatter_ring(c, a);
+  const char* sb = static_cast<const char*>(a.send);
+  char* rb = static_cast<char*>(a.recv);
+  c.start_deadline();
+  for (size_t off = 0; off < block;) {
+    const size_t len = std::min(max_len, block - off);
+    const uint64_t k = seg.next_chunk();
+    const int p = static_cast<int>(k & 1);
+    const int in = net::ShmSegment::In0 + p;
+    char* mine = seg.chunk_slot(r, p);
+    auto piece = [&](int q) { return (static_cast<size_t>(q) * block + off) * es; };  // in the input
+    for (int q = 0; q < n; ++q)
+      if (q != r) memcpy(mine + static_cast<size_t>(q) * len * es, sb + piece(q), len * es);
+    seg.flag(r, in).v.store(k, std::memory_order_release);
+    for (int j = 1; j < n; ++j) {
+      const int q = (r + j) % n;
+      smem_await(c, "its input chunk", q, [&] { return seg.flag(q, in).v.load(std::memory_order_acquire) >= k; });
+    }
+    char* out = rb + off * es;
+    const void* first = sb + piece(r);
+    for (int q = 0; q < n; ++q) {
+      if (q == r) continue;
+      coll::reduce(out, first, seg.chunk_slot(q, p) + static_cast<size_t>(r) * len * es, len, c.dt(), c.op());
+      first = out;
+    }
+    if (c.op() == dcclAvg) coll::finish_avg(out, len, c.dt(), n);
+    off += len;
+  }
+}
+
+}  // namespace dccl::coll
