@@ -16,9 +16,7 @@ namespace dccl::coll {
 
 void allgather_smem(Ctx& c, const Args& a) {
   if (a.count == 0) return;
-  if (c.smem() == nullptr || c.smem()->chunk_bytes() == 0)
-    throw core::Error(dcclInternalError, "allgather_smem: no shared-memory chunk slots");
-  net::ShmSegment& seg = *c.smem();
+  net::ShmSegment& seg = chunk_segment(c, "allgather_smem");
   const int n = c.nranks(), r = c.rank();
   const size_t es = c.esize(), block = a.count;
   const size_t max_len = seg.chunk_bytes() / es;
@@ -38,7 +36,7 @@ void allgather_smem(Ctx& c, const Args& a) {
     seg.flag(r, in).v.store(k, std::memory_order_release);
     for (int j = 1; j < n; ++j) {
       const int q = (r + j) % n;
-      smem_await(c, "its input chunk", q, [&] { return seg.flag(q, in).v.load(std::memory_order_acquire) >= k; });
+      await_chunk_flag(c, seg, q, in, k, "its input chunk");
       memcpy(rb + (static_cast<size_t>(q) * block + off) * es, seg.chunk_slot(q, p), len * es);
     }
     off += len;

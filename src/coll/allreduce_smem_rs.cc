@@ -46,9 +46,7 @@ Parts split(size_t len, int n, size_t esize) {
 
 void allreduce_smem_rs(Ctx& c, const Args& a) {
   if (a.count == 0) return;
-  if (c.smem() == nullptr || c.smem()->chunk_bytes() == 0)
-    throw core::Error(dcclInternalError, "allreduce_smem_rs: no shared-memory chunk slots");
-  Seg& seg = *c.smem();
+  Seg& seg = chunk_segment(c, "allreduce_smem_rs");
   const int n = c.nranks(), r = c.rank();
   const size_t es = c.esize();
   const size_t max_elems = seg.chunk_bytes() / es;
@@ -69,10 +67,7 @@ void allreduce_smem_rs(Ctx& c, const Args& a) {
     memcpy(mine + (po + pl) * es, sb + (done + po + pl) * es, (len - po - pl) * es);
     seg.flag(r, in).v.store(k, std::memory_order_release);
 
-    for (int j = 1; j < n; ++j) {
-      const int q = (r + j) % n;
-      smem_await(c, "its input chunk", q, [&] { return seg.flag(q, in).v.load(std::memory_order_acquire) >= k; });
-    }
+    for (int j = 1; j < n; ++j) await_chunk_flag(c, seg, (r + j) % n, in, k, "its input chunk");
     if (pl > 0) {
       char* acc = mine + po * es;
       const void* first = sb + (done + po) * es;
@@ -88,8 +83,7 @@ void allreduce_smem_rs(Ctx& c, const Args& a) {
     for (int j = 0; j < n; ++j) {
       const int q = (r + j) % n;
       const size_t qo = parts.off(q), ql = parts.size(q);
-      if (j > 0)
-        smem_await(c, "its reduced part", q, [&] { return seg.flag(q, red).v.load(std::memory_order_acquire) >= k; });
+      if (j > 0) await_chunk_flag(c, seg, q, red, k, "its reduced part");
       if (ql > 0) memcpy(rb + (done + qo) * es, seg.chunk_slot(q, p) + qo * es, ql * es);
     }
     done += len;

@@ -18,9 +18,7 @@ namespace dccl::coll {
 
 void reduce_scatter_smem(Ctx& c, const Args& a) {
   if (a.count == 0) return;
-  if (c.smem() == nullptr || c.smem()->chunk_bytes() == 0)
-    throw core::Error(dcclInternalError, "reduce_scatter_smem: no shared-memory chunk slots");
-  net::ShmSegment& seg = *c.smem();
+  net::ShmSegment& seg = chunk_segment(c, "reduce_scatter_smem");
   const int n = c.nranks(), r = c.rank();
   const size_t es = c.esize(), block = a.count;
   const size_t max_len = seg.chunk_bytes() / (es * static_cast<size_t>(n));
@@ -40,10 +38,7 @@ void reduce_scatter_smem(Ctx& c, const Args& a) {
     for (int q = 0; q < n; ++q)
       if (q != r) memcpy(mine + static_cast<size_t>(q) * len * es, sb + piece(q), len * es);
     seg.flag(r, in).v.store(k, std::memory_order_release);
-    for (int j = 1; j < n; ++j) {
-      const int q = (r + j) % n;
-      smem_await(c, "its input chunk", q, [&] { return seg.flag(q, in).v.load(std::memory_order_acquire) >= k; });
-    }
+    for (int j = 1; j < n; ++j) await_chunk_flag(c, seg, (r + j) % n, in, k, "its input chunk");
     char* out = rb + off * es;
     const void* first = sb + piece(r);
     for (int q = 0; q < n; ++q) {

@@ -2,7 +2,11 @@
 #pragma once
 #include <sched.h>
 
+#include <string>
+
 #include "coll/ctx.hpp"
+#include "core/error.hpp"
+#include "net/shm_segment.hpp"
 
 namespace dccl::coll {
 
@@ -20,6 +24,18 @@ void smem_await(Ctx& c, const char* what, int peer, Pred pred) {
       if ((i & 255) == 0) c.check_deadline(what, peer);
     }
   }
+}
+
+// The segment's chunk slots, for the chunked algorithms (`algo` names the caller).
+inline net::ShmSegment& chunk_segment(Ctx& c, const char* algo) {
+  if (c.smem() == nullptr || c.smem()->chunk_bytes() == 0)
+    throw core::Error(dcclInternalError, std::string(algo) + ": no shared-memory chunk slots");
+  return *c.smem();
+}
+
+// Waits until rank q raised flag `id` (In0/In1/Red0/Red1) for chunk k or later.
+inline void await_chunk_flag(Ctx& c, net::ShmSegment& seg, int q, int id, uint64_t k, const char* what) {
+  smem_await(c, what, q, [&] { return seg.flag(q, id).v.load(std::memory_order_acquire) >= k; });
 }
 
 }  // namespace dccl::coll
