@@ -1,0 +1,85 @@
+// The tuner's choices: which algorithm each collective gets by size, rank count and
+// what the host offers (the shared segment's one-shot slots and chunk slots), and
+// DCCL_ALGO overrides, including the ones that must be refused.
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "tune/tuner.hpp"
+
+using dccl::tune::Algo;
+using dccl::tune::Coll;
+using dccl::tune::Tuner;
+
+namespace {
+constexpr size_t KiB = 1024, MiB = 1024 * 1024;
+Algo pick(const Tuner& t, Coll c, size_t bytes, int n) { return t.choose(c, bytes, n).algo; }
+}  // namespace
+
+TEST(Tuner, AllreduceAcrossHostsByMessages) {
+  Tuner t("", 0, /*same_host=*/false, /*smem_bytes=*/0, /*smem_chunks=*/false);
+  EXPECT_EQ(pick(t, Coll::AllReduce, 8, 4), Algo::Rd);
+  EXPECT_EQ(pick(t, Coll::AllReduce, 64 * KiB, 2), Algo::Rd);
+  EXPECT_EQ(pick(t, Coll::AllReduce, 64 * KiB, 4), Algo::Rhd);
+  EXPECT_EQ(pick(t, Coll::AllReduce, 1 * MiB, 4), Algo::Ring);
+  EXPECT_EQ(pick(t, Coll::ReduceScatter, 64 * MiB, 4), Algo::Ring);
+  EXPECT_EQ(pick(t, Coll::AllGather, 16 * MiB, 4), Algo::Ring);
+  EXPECT_EQ(pick(t, Coll::AllGather, 1 * KiB, 4), Algo::Bruck);
+  EXPECT_EQ(t.choose(Coll::AllReduce, 1 * MiB, 4).chunk_bytes, 256 * KiB);
+}
+
+TEST(Tuner, OneHostUsesTheSegment) {
+  Tuner t("", 0, /*same_host=*/true, /*smem_bytes=*/64 * KiB, /*smem_chunks=*/true);
+  EXPECT_EQ(pick(t, Coll::AllReduce, 8, 2), Algo::Smem);
+  EXPECT_EQ(pick(t, Coll::AllReduce, 64 * KiB, 8), Algo::Smem);
+  EXPECT_EQ(pick(t, Coll::AllReduce, 64 * KiB + 4, 2), Algo::SmemRs);
+  EXPECT_EQ(pick(t, Coll::AllReduce, 64 * MiB, 4), Algo::SmemRs);
+  // Reduce-scatter (bytes: the whole input) and allgather (bytes: one rank's block)
+  // from 4 MiB in total; below, libfabric shm's single copy wins.
+  EXPECT_EQ(pick(t, Coll::ReduceScatter, 4 * MiB, 4), Algo::Smem);
+  EXPECT_EQ(pick(t, Coll::ReduceScatter, 4 * MiB - 4, 4), Algo::Ring);
+  EXPECT_EQ(pick(t, Coll::AllGather, 1 * MiB, 4), Algo::Smem);
+  EXPECT_EQ(pick(t, Coll::AllGather, 1 * MiB - 4, 4), Algo::Ring);
+  EXPECT_EQ(pick(t, Coll::Broadcast, 64 * MiB, 4), Algo::Chain);
+}
+
+TEST(Tuner, SegmentPartsSwitchedOffSeparately) {
+  Tuner no_chunks("", 0, true, 64 * KiB, false);
+  EXPECT_EQ(pick(no_chunks, Coll::AllReduce, 32 * KiB, 2), Algo::Smem);
+  EXPECT_EQ(pick(no_chunks, Coll::AllReduce, 16 * MiB, 2), Algo::Ring);
+  EXPECT_EQ(pick(no_chunks, Coll::ReduceScatter, 16 * MiB, 2), Algo::Ring);
+  Tuner no_oneshot("", 0, true, 0, true);
+  EXPECT_EQ(pick(no_oneshot, Coll::AllReduce, 8, 2), Algo::SmemRs);
+}
+
+TEST(Tuner, ForcedAlgorithmsFallBackWhenTheSegmentLacksThem) {
+  Tuner t("allreduce:smem,reduce_scatter:smem,allgather:smem", 0, false, 0, false);
+  EXPECT_EQ(pick(t, Coll::AllReduce, 8, 4), Algo::Rd);
+  EXPECT_EQ(pick(t, Coll::AllReduce, 1 * MiB, 4), Algo::Ring);
+  EXPECT_EQ(pick(t, Coll::ReduceScatter, 8, 4), Algo::Ring);
+  EXPECT_EQ(pick(t, Coll::AllGather, 8, 4), Algo::Ring);
+  Tuner rs("allreduce:smem_rs", 0, true, 64 * KiB, false);
+  EXPECT_EQ(pick(rs, Coll::AllReduce, 8, 4), Algo::Ring);
+  Tuner seg("allreduce:smem_rs,allgather:smem", 0, true, 64 * KiB, true);
+  EXPECT_EQ(pick(seg, Coll::AllReduce, 8, 4), Algo::SmemRs);
+  EXPECT_EQ(pick(seg, Coll::AllGather, 8, 4), Algo::Smem);
+}
+
+TEST(Tuner, OverridesAreChecked) {
+  EXPECT_EQ(pick(Tuner("ring", 0, true, 64 * KiB, true), Coll::AllReduce, 8, 2), Algo::Ring);
+  EXPECT_EQ(pick(Tuner("ring", 0, true, 64 * KiB, true), Coll::AllGather, 64 * MiB, 2), Algo::Ring);
+  EXPECT_EQ(Tuner("", 128 * KiB, false).choose(Coll::AllReduce, 1 * MiB, 4).chunk_bytes, 128 * KiB);
+  auto refused = [](const char* spec) {
+    try {
+      Tuner t(spec, 0, true, 64 * KiB, true);
+    } catch (const dccl::core::Error& e) {
+      return e.code() == dcclInvalidArgument;
+    }
+    return false;
+  };
+  EXPECT_TRUE(refused("broadcast:smem"));
+  EXPECT_TRUE(refused("reduce:smem_rs"));
+  EXPECT_TRUE(refused("allreduce:bruck"));
+  EXPECT_TRUE(refused("warp"));
+  EXPECT_TRUE(refused("allgatherx:ring"));
+  EXPECT_FALSE(refused("allreduce:smem_rs,reducescatter:smem,all_gather:smem"));
+}
