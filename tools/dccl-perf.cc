@@ -95,17 +95,7 @@ int main(int argc, char** argv) {
     if (rank0) print_row(out, c, r);
     wrong_total += std::max(r.out_of_place.wrong, 0.0) + std::max(r.in_place.wrong, 0.0);
     rows.push_back(r);
-    // nccl-tests: multiply by the factor when it is > 1, else add stepbytes.
-    if (size >= o.max_bytes) break;
-    const size_t room = o.max_bytes - size;
-    if (o.step_factor > 1) {
-      if (size == 0) { size = 1; continue; }
-      if (size > o.max_bytes / o.step_factor) break;
-      size *= o.step_factor;
-    } else {
-      if (o.step_bytes > room) break;
-      size += o.step_bytes;
-    }
+    if (!dcclperf::next_size(o, &size)) break;
   }
   if (rank0) print_footer(out, rows, wrong_total);
 

@@ -218,15 +218,18 @@ int run(Backend& b, const Options& o, const char* prog) {
     if (rank0) std::fprintf(stderr, "%s: root %d is not a rank (nranks %d)\n", prog, o.root, b.nranks());
     return 2;
   }
-  {
+  auto make_case = [&](size_t bytes) {
     Case k;
     k.coll = o.coll;
     k.type = o.type;
     k.op = o.op;
     k.nranks = b.nranks();
     k.root = o.root;
-    k.lay = dcclperf::layout(k.coll, o.max_bytes, elem, b.nranks());
-    const std::string why = b.unsupported(k);
+    k.lay = dcclperf::layout(k.coll, bytes, elem, b.nranks());
+    return k;
+  };
+  {
+    const std::string why = b.unsupported(make_case(o.max_bytes));
     if (!why.empty()) {
       if (rank0) std::fprintf(stderr, "%s: %s\n", prog, why.c_str());
       return 2;
@@ -234,7 +237,7 @@ int run(Backend& b, const Options& o, const char* prog) {
   }
   Buffers buf;
   {
-    const dcclperf::Layout l = dcclperf::layout(o.coll, o.max_bytes, elem, b.nranks());
+    const dcclperf::Layout l = make_case(o.max_bytes).lay;
     buf.bytes = std::max({l.send_count, l.recv_count, size_t{1}}) * elem;
     buf.send = page_alloc(buf.bytes);
     buf.recv = page_alloc(buf.bytes);
@@ -245,13 +248,7 @@ int run(Backend& b, const Options& o, const char* prog) {
   std::vector<Row> rows;
   double wrong_total = 0;
   for (size_t size = o.min_bytes;;) {
-    Case k;
-    k.coll = o.coll;
-    k.type = o.type;
-    k.op = o.op;
-    k.nranks = b.nranks();
-    k.root = o.root;
-    k.lay = dcclperf::layout(k.coll, size, elem, b.nranks());
+    const Case k = make_case(size);
     Row row;
     row.bytes = k.lay.bytes;
     row.count = k.lay.param_count;
@@ -269,16 +266,7 @@ int run(Backend& b, const Options& o, const char* prog) {
     }
     if (rank0) print_row(out, o, row);
     rows.push_back(row);
-    if (size >= o.max_bytes) break;
-    const size_t room = o.max_bytes - size;
-    if (o.step_factor > 1) {
-      if (size == 0) { size = 1; continue; }
-      if (size > o.max_bytes / o.step_factor) break;
-      size *= o.step_factor;
-    } else {
-      if (o.step_bytes > room) break;
-      size += o.step_bytes;
-    }
+    if (!dcclperf::next_size(o, &size)) break;
   }
   if (rank0) {
     double bw = 0;

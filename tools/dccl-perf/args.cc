@@ -194,4 +194,20 @@ int parse_args(int argc, char** argv, Options* opt, std::string* error) {
   return 0;
 }
 
+bool next_size(const Options& o, size_t* size) {
+  if (*size >= o.max_bytes) return false;
+  if (o.step_factor > 1) {
+    if (*size == 0) {
+      *size = 1;
+      return true;
+    }
+    if (*size > o.max_bytes / o.step_factor) return false;
+    *size *= o.step_factor;
+    return true;
+  }
+  if (o.step_bytes > o.max_bytes - *size) return false;
+  *size += o.step_bytes;
+  return true;
+}
+
 }  // namespace dcclperf

@@ -31,6 +31,11 @@ struct Options {
 // (with the message in *error).
 int parse_args(int argc, char** argv, Options* opt, std::string* error);
 void print_usage(FILE* f);
+// The size after *size in the sweep from min_bytes to max_bytes, as nccl-tests
+// steps: multiply by step_factor when it is > 1 (0 goes to 1), else add
+// step_bytes. False when *size was the last one.
+bool next_size(const Options& o, size_t* size);
+
 // "8", "64K", "32M", "1G" (powers of 1024; a trailing B is allowed).
 bool parse_size(const std::string& s, size_t* out);
 const char* mem_label(dcclMemType_t m);
