@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "trials.hpp"
+
 namespace {
 
 size_t parse_size(const char* s) {
@@ -32,23 +34,10 @@ size_t parse_size(const char* s) {
   return static_cast<size_t>(v);
 }
 
+// Fastest of 5 trials: a ceiling (the slower trials measure the neighbours).
 template <typename F>
 double seconds_per_call(F&& fn, double trial_s) {
-  using clock = std::chrono::steady_clock;
-  for (int i = 0; i < 3; ++i) fn();
-  std::vector<double> trials;
-  for (int t = 0; t < 5; ++t) {
-    long iters = 0;
-    const auto start = clock::now();
-    double elapsed = 0;
-    do {
-      fn();
-      ++iters;
-      elapsed = std::chrono::duration<double>(clock::now() - start).count();
-    } while (elapsed < trial_s);
-    trials.push_back(elapsed / double(iters));
-  }
-  return *std::min_element(trials.begin(), trials.end());
+  return seconds_per_call_trials(fn, 5, trial_s).front();
 }
 
 // Keeps the compiler from dropping the work.

@@ -13,6 +13,8 @@
 #include <functional>
 #include <vector>
 
+#include "trials.hpp"
+
 #include "coll/reduce/kernels.hpp"
 #include "coll/reduce/reduce.hpp"
 #include "core/types.hpp"
@@ -23,22 +25,8 @@ namespace {
 
 // Median seconds per call over several trials of ~50 ms each.
 double time_per_call(const std::function<void()>& fn) {
-  using clock = std::chrono::steady_clock;
-  for (int i = 0; i < 3; ++i) fn();  // warm up: page faults, caches
-  std::vector<double> trials;
-  for (int t = 0; t < 7; ++t) {
-    int iters = 0;
-    const auto start = clock::now();
-    double elapsed = 0;
-    do {
-      fn();
-      ++iters;
-      elapsed = std::chrono::duration<double>(clock::now() - start).count();
-    } while (elapsed < 0.05);
-    trials.push_back(elapsed / iters);
-  }
-  std::sort(trials.begin(), trials.end());
-  return trials[trials.size() / 2];
+  const std::vector<double> t = seconds_per_call_trials(fn, 7, 0.05);
+  return t[t.size() / 2];
 }
 
 void report(const char* what, size_t bytes, double s, int traffic_factor) {
