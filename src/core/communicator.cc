@@ -266,12 +266,13 @@ void Communicator::run_ticket(uint64_t ticket, std::span<const sched::Op> ops) {
   }
 }
 
+uint64_t Communicator::take_ticket() {
+  std::lock_guard<std::mutex> lk(order_mu_);
+  return next_ticket_++;
+}
+
 void Communicator::submit(std::vector<sched::Op> ops, sched::Stream* stream) {
-  uint64_t ticket;
-  {
-    std::lock_guard<std::mutex> lk(order_mu_);
-    ticket = next_ticket_++;
-  }
+  const uint64_t ticket = take_ticket();
   if (!stream) {
     run_ticket(ticket, ops);
     return;
@@ -281,12 +282,7 @@ void Communicator::submit(std::vector<sched::Op> ops, sched::Stream* stream) {
 
 void Communicator::submit_one(const sched::Op& op, sched::Stream* stream) {
   if (stream) return submit(std::vector<sched::Op>{op}, stream);
-  uint64_t ticket;
-  {
-    std::lock_guard<std::mutex> lk(order_mu_);
-    ticket = next_ticket_++;
-  }
-  run_ticket(ticket, std::span<const sched::Op>(&op, 1));
+  run_ticket(take_ticket(), std::span<const sched::Op>(&op, 1));
 }
 
 void Communicator::abort() {

@@ -50,6 +50,7 @@ class Communicator {
   dcclStats_t stats() const;
 
  private:
+  uint64_t take_ticket();  // the submission's place in this communicator's order
   void run_ticket(uint64_t ticket, std::span<const sched::Op> ops);
   void record_error(const Error& e);
   // Stops this communicator's work: in-flight waits and later calls fail with `text`.
