@@ -22,10 +22,9 @@ ShmSegment::ShmSegment(int rank, int nranks, size_t slot_bytes, size_t chunk_byt
                        const std::function<std::string()>& fetch, const std::function<void()>& barrier)
     : rank_(rank),
       n_(nranks),
-      slot_bytes_(slot_bytes == 0 ? 0 : (slot_bytes + kSlotData + 63) & ~size_t{63}),
+      slot_stride_(slot_bytes == 0 ? 0 : (slot_bytes + kSlotData + 63) & ~size_t{63}),
       chunk_bytes_((chunk_bytes + 63) & ~size_t{63}) {
-  bytes_ = header_bytes(n_) + static_cast<size_t>(n_) * 2 * (slot_bytes_ + chunk_bytes_);
-  if (slot_bytes_ > 0) slot_bytes_ -= kSlotData;  // payload capacity; the stride adds kSlotData back
+  bytes_ = header_bytes(n_) + static_cast<size_t>(n_) * 2 * (slot_stride_ + chunk_bytes_);
   std::string name;
   int fd = -1;
   if (rank_ == 0) {
@@ -71,13 +70,11 @@ ShmSegment::Flag& ShmSegment::flag(int rank, int id) const {
 }
 
 char* ShmSegment::slot_line(int rank, int parity) const {
-  const size_t stride = slot_bytes_ + kSlotData;
-  return base_ + header_bytes(n_) + (static_cast<size_t>(rank) * 2 + static_cast<size_t>(parity)) * stride;
+  return base_ + header_bytes(n_) + (static_cast<size_t>(rank) * 2 + static_cast<size_t>(parity)) * slot_stride_;
 }
 
 char* ShmSegment::chunk_slot(int rank, int parity) const {
-  const size_t one_shot = slot_bytes_ == 0 ? 0 : slot_bytes_ + kSlotData;
-  return base_ + header_bytes(n_) + static_cast<size_t>(n_) * 2 * one_shot +
+  return base_ + header_bytes(n_) + static_cast<size_t>(n_) * 2 * slot_stride_ +
          (static_cast<size_t>(rank) * 2 + static_cast<size_t>(parity)) * chunk_bytes_;
 }
 

@@ -35,7 +35,8 @@ class ShmSegment {
   ShmSegment(const ShmSegment&) = delete;
   ShmSegment& operator=(const ShmSegment&) = delete;
 
-  size_t slot_bytes() const { return slot_bytes_; }
+  // Payload capacity of a one-shot slot (its stride less the flag's bytes).
+  size_t slot_bytes() const { return slot_stride_ == 0 ? 0 : slot_stride_ - kSlotData; }
   size_t chunk_bytes() const { return chunk_bytes_; }
   int nranks() const { return n_; }
   char* slot(int rank, int parity) const { return slot_line(rank, parity) + kSlotData; }
@@ -51,7 +52,7 @@ class ShmSegment {
  private:
   char* slot_line(int rank, int parity) const;
   int rank_, n_;
-  size_t slot_bytes_, chunk_bytes_;
+  size_t slot_stride_, chunk_bytes_;  // bytes per one-shot slot (0: none) and per chunk slot
   size_t bytes_ = 0;
   char* base_ = nullptr;
   uint64_t ops_ = 0, chunks_ = 0;
