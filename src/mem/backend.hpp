@@ -50,6 +50,19 @@ class Backend {
   // Exports [p, p+len) as a dma-buf. Throws core::Error(dcclUnavailable) with the
   // reason when the backend/driver cannot.
   virtual DmaBuf export_dmabuf(const void* p, size_t len) = 0;
+
+  // Host memory this backend's copies reach fastest (CUDA: page-locked, so that
+  // device<->host copies into it are asynchronous and overlap). Returns true when
+  // [p, p+bytes) is now pinned; unpin_host(p) undoes it. Default: nothing to do.
+  virtual bool pin_host(void* /*p*/, size_t /*bytes*/) { return false; }
+  virtual void unpin_host(void* /*p*/) {}
+  // Names the allocation containing p so that a free and a new allocation at the
+  // same address differ (CUDA: CU_POINTER_ATTRIBUTE_BUFFER_ID); 0 where the
+  // backend's free hooks already invalidate everything.
+  virtual uint64_t buffer_id(const void* /*p*/) const { return 0; }
+  // Why this process cannot use memory at p with this backend (CUDA: memory on
+  // another GPU than the one this process drives), or "" when it can.
+  virtual std::string unusable_reason(const void* /*p*/) const { return {}; }
 };
 
 Backend& host_backend();

@@ -25,6 +25,11 @@ PathSel PathChooser::select(const void* a, const void* b, const std::function<st
   PathSel sel;
   sel.backend = be;
   if (be->kind() == Kind::Host) return sel;
+  for (const void* p : {a, b}) {
+    if (!p) continue;
+    std::string why = be->unusable_reason(p);
+    if (!why.empty()) core::raise(dcclInvalidArgument, core::describe(opts_.rank, opname(), why));
+  }
 
   std::lock_guard<std::mutex> lk(mu_);
   Decision& d = decisions_[static_cast<int>(be->kind())];
