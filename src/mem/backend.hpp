@@ -63,6 +63,8 @@ class Backend {
   // Why this process cannot use memory at p with this backend (CUDA: memory on
   // another GPU than the one this process drives), or "" when it can.
   virtual std::string unusable_reason(const void* /*p*/) const { return {}; }
+  // The device ordinal this process drives (fi_mr_attr's device), 0 where there is one.
+  virtual int device() const { return 0; }
 };
 
 Backend& host_backend();

@@ -1,12 +1,14 @@
-// The CUDA backend when the library is built without CUDA (cmake/cuda.cmake
+// The CUDA runtime when the library is built without CUDA (cmake/cuda.cmake
 // defines DCCL_HAVE_CUDA and compiles src/mem/cuda/ instead).
 #ifndef DCCL_HAVE_CUDA
-#include "mem/backend.hpp"
+#include "mem/cuda_api.hpp"
 
-namespace dccl::mem {
+namespace dccl::mem::cuda {
 
-Backend* cuda_backend() { return nullptr; }
-std::string cuda_unavailable_reason() { return "built without CUDA"; }
+Api* runtime_api(std::string* why) {
+  if (why) *why = "built without CUDA";
+  return nullptr;
+}
 
-}  // namespace dccl::mem
+}  // namespace dccl::mem::cuda
 #endif

@@ -56,7 +56,10 @@ void* DirectPath::reach(const void* p, size_t bytes, Xfer& x, net::MemRegion** m
       m->addr = base;  // the transport is given device addresses
       m->dev_base = static_cast<const char*>(base);
       m->net = &net_;
-      m->mr = net_.register_dmabuf(d.fd, d.offset, size, base, FI_HMEM_CUDA, 0);
+      // fi_mr_dmabuf: the region's address is base_addr + offset, base_addr being
+      // where the dma-buf's first byte is seen, so pass base less its offset.
+      void* fd_start = static_cast<char*>(base) - d.offset;
+      m->mr = net_.register_dmabuf(d.fd, d.offset, size, fd_start, FI_HMEM_CUDA, be.device());
       if (!m->mr)
         core::raise(dcclUnavailable, core::describe(rank_, "peer-direct", "the transport cannot register dma-bufs"));
       return m;
@@ -79,7 +82,10 @@ void* DirectPath::reach(const void* p, size_t bytes, Xfer& x, net::MemRegion** m
     return m;
   };
   // The reference keeps the mapping alive until the transfer completes.
-  auto* ref = new RegCache::Ref(cache_.acquire(be.kind(), base, size, -1, reg));
+  // Keyed by the allocation's id too: memory freed and allocated again at the same
+  // address behind DirectCCL's back (cudaFree + cudaMalloc) must not hit.
+  const uint64_t id = be.buffer_id(base);
+  auto* ref = new RegCache::Ref(cache_.acquire(be.kind(), base, size, id ? static_cast<int64_t>(id) : -1, reg));
   x.path_state = ref;
   auto* m = static_cast<Mapping*>(ref->handle().get());
   *mr = m->mr;

@@ -12,8 +12,8 @@
 
 namespace dccl::mem {
 
-// kind, start, end, fd: ordered by start within a kind for containment scans.
-using RegKey = std::tuple<int, uintptr_t, uintptr_t, int>;
+// kind, start, end, id: ordered by start within a kind for containment scans.
+using RegKey = std::tuple<int, uintptr_t, uintptr_t, int64_t>;
 
 struct RegCache::Entry {
   RegRange r;
@@ -32,15 +32,15 @@ struct RegCache::State {
   bool closed = false;    // the RegCache is gone: entries go at their last release
   RegCacheStats st;
 
-  static RegKey key(const RegRange& r) { return {static_cast<int>(r.kind), r.start, r.end, r.fd}; }
+  static RegKey key(const RegRange& r) { return {static_cast<int>(r.kind), r.start, r.end, r.id}; }
 
   std::shared_ptr<Entry> find(const RegRange& q) {
-    auto it = index.upper_bound(RegKey{static_cast<int>(q.kind), q.start, UINTPTR_MAX, INT_MAX});
+    auto it = index.upper_bound(RegKey{static_cast<int>(q.kind), q.start, UINTPTR_MAX, INT64_MAX});
     while (it != index.begin()) {
       --it;
       const Entry& e = *it->second;
       if (e.r.kind != q.kind || q.end - e.r.start > max_len) break;
-      if (e.r.fd == q.fd && e.r.end >= q.end) return it->second;
+      if (e.r.id == q.id && e.r.end >= q.end) return it->second;
     }
     return nullptr;
   }
@@ -152,14 +152,14 @@ RegCache::~RegCache() {
   destroy_outside_lock(dead);
 }
 
-RegCache::Ref RegCache::acquire(Kind kind, const void* addr, size_t len, int fd,
+RegCache::Ref RegCache::acquire(Kind kind, const void* addr, size_t len, int64_t id,
                                 const RegisterFn& reg) {
   const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
   RegRange q;
   q.kind = kind;
   q.start = a & ~(uintptr_t{page_} - 1);
   q.end = (a + (len ? len : 1) + page_ - 1) & ~(uintptr_t{page_} - 1);
-  q.fd = fd;
+  q.id = id;
 
   Ref ref;
   ref.state_ = state_;

@@ -1,9 +1,10 @@
 // Registration cache: a pure data structure, independent of the transport.
 //
-// Entries are keyed by (backend kind, page-aligned [start, end), dma-buf fd or -1)
+// Entries are keyed by (backend kind, page-aligned [start, end), id), where id tells
+// apart allocations that reuse an address (a dma-buf fd or the backend's buffer id; -1: none)
 // and hold an opaque handle whose deleter deregisters (std::shared_ptr<void>): the
 // cache deregisters an entry by dropping its last reference to the handle.
-//  - acquire(): a request inside an existing entry's range (same kind and fd) is a
+//  - acquire(): a request inside an existing entry's range (same kind and id) is a
 //    hit; otherwise the register callback runs (without the cache's lock held)
 //    and the new entry is inserted. Every acquire returns a Ref (a reference count).
 //  - Unreferenced entries stay cached in LRU order; when the total registered bytes
@@ -26,7 +27,7 @@ struct RegRange {
   Kind kind = Kind::Host;
   uintptr_t start = 0;  // page-aligned
   uintptr_t end = 0;    // page-aligned, exclusive
-  int fd = -1;          // dma-buf fd, -1 for address-based registration
+  int64_t id = -1;      // dma-buf fd or allocation id; -1 for address-based registration
   size_t len() const { return end - start; }
 };
 
@@ -79,7 +80,7 @@ class RegCache {
   RegCache& operator=(const RegCache&) = delete;
 
   // The entry containing [addr, addr+len) rounded out to pages, registering it on a miss.
-  Ref acquire(Kind kind, const void* addr, size_t len, int fd, const RegisterFn& reg);
+  Ref acquire(Kind kind, const void* addr, size_t len, int64_t id, const RegisterFn& reg);
   // Drops entries of this kind overlapping the pages of [addr, addr+len).
   void invalidate(Kind kind, const void* addr, size_t len);
   // Deregisters every unreferenced entry; returns how many.

@@ -18,6 +18,11 @@ StagedPath::~StagedPath() {
   for (auto* pools : {&send_pools_, &recv_pools_})
     for (auto& p : *pools)
       if (p) {
+        if (p->pinned) try {
+            p->pinned->unpin_host(p->base);
+          } catch (const std::exception& e) {
+            DCCL_WARN("rank %d: staging: unpinning bounce slots failed: %s", rank_, e.what());
+          }
         net_.deregister_memory(p->mr);
         host_backend().free(p->base);
       }
@@ -38,6 +43,19 @@ StagedPath::Pool& StagedPath::pool(int peer, bool send) {
   return *slot;
 }
 
+// Page-locks a pool for the device backend that copies into it, so its device
+// copies run asynchronously and overlap the transfers (a pageable destination
+// makes a CUDA device-to-host copy synchronous). Not pinned: slower, still correct.
+void StagedPath::pin(Pool& p, Backend& be) {
+  try {
+    if (be.pin_host(p.base, slot_bytes_ * static_cast<size_t>(slots_))) p.pinned = &be;
+  } catch (const std::exception& e) {
+    if (!pin_warned_) DCCL_WARN("rank %d: staging: bounce slots not pinned for %s memory (%s); device copies "
+                                "will not overlap the transfers", rank_, be.name(), e.what());
+    pin_warned_ = true;
+  }
+}
+
 void StagedPath::post(bool send, int peer, char* p, size_t bytes, uint64_t tag, Xfer& x) {
   auto* op = new Op;
   op->send = send;
@@ -48,6 +66,7 @@ void StagedPath::post(bool send, int peer, char* p, size_t bytes, uint64_t tag, 
   op->nparts = bytes == 0 ? 1 : (bytes + slot_bytes_ - 1) / slot_bytes_;
   op->be = bytes ? &backend_of(p) : &host_backend();
   op->pool = &pool(peer, send);
+  if (op->be->kind() != Kind::Host && !op->pool->pinned) pin(*op->pool, *op->be);
   op->pool->waiting.push_back(op);
   active_.push_back(op);
   x.path_state = op;

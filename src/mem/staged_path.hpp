@@ -5,6 +5,7 @@
 // every message, so a staged sender and a direct receiver agree on the wire):
 //   send: device->host copy of part k+1 overlaps the send of part k;
 //   recv: the receive of part k+1 overlaps the host->device copy of part k.
+// Slots are page-locked by the device backend that first copies into them.
 // Slots are granted in posting order per peer, which both ends share, so a few
 // slots carry any number of transfers without deadlock.
 #pragma once
@@ -51,12 +52,14 @@ class StagedPath : public DataPath {
   struct Pool {
     char* base = nullptr;
     net::MemRegion* mr = nullptr;
+    Backend* pinned = nullptr;  // the backend that page-locked the slots, if any
     std::vector<int> free;
     std::deque<Op*> waiting;  // ops with parts not yet started, in posting order
   };
 
   void post(bool send, int peer, char* p, size_t bytes, uint64_t tag, Xfer& x);
   Pool& pool(int peer, bool send);
+  void pin(Pool& p, Backend& be);
   void grant(Pool& pool);
   void start_part(Op& op, int slot);
   void advance(Op& op);
@@ -70,6 +73,7 @@ class StagedPath : public DataPath {
   PathCounters ctr_;
   std::vector<std::unique_ptr<Pool>> send_pools_, recv_pools_;
   std::list<Op*> active_;
+  bool pin_warned_ = false;
 };
 
 }  // namespace dccl::mem

@@ -52,13 +52,13 @@ TEST(RegCache, SameAndContainedRangesRegisterOnce) {
     ASSERT_TRUE(r1);
     EXPECT_EQ(r1.range().start, base);
     EXPECT_EQ(r1.range().end, base + 4 * kPage);  // rounded out to pages
-    EXPECT_EQ(r1.range().fd, 7);
+    EXPECT_EQ(r1.range().id, 7);
     auto r2 = c.acquire(Kind::Sim, at(base + 100), 3 * kPage, 7, nic.fn());  // same
     auto r3 = c.acquire(Kind::Sim, at(base + kPage + 5), 100, 7, nic.fn());  // contained
     EXPECT_EQ(r2.handle(), r1.handle());
     EXPECT_EQ(r3.handle(), r1.handle());
     EXPECT_EQ(nic.registered, 1);
-    // Not contained: different fd, kind, or a range that extends past the entry.
+    // Not contained: different id, kind, or a range that extends past the entry.
     auto r4 = c.acquire(Kind::Sim, at(base + kPage), kPage, -1, nic.fn());
     auto r5 = c.acquire(Kind::Cuda, at(base + kPage), kPage, 7, nic.fn());
     auto r6 = c.acquire(Kind::Sim, at(base + 3 * kPage), 2 * kPage, 7, nic.fn());

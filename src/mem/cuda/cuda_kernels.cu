@@ -54,12 +54,20 @@ template <typename A>
 using Wrap = typename std::conditional_t<std::is_integral_v<A> && std::is_signed_v<A>,
                                          std::make_unsigned<A>, Same<A>>::type;
 
+template <typename A>
+__device__ bool is_nan(A x) {
+  if constexpr (std::is_floating_point_v<A>) return isnan(x);
+  else return false;
+}
+
 template <typename A, int Op>
 __device__ A apply(A x, A y) {
   using W = Wrap<A>;
   if constexpr (Op == dcclProd) return static_cast<A>(static_cast<W>(x) * static_cast<W>(y));
-  else if constexpr (Op == dcclMax) return x > y ? x : y;
-  else if constexpr (Op == dcclMin) return x < y ? x : y;
+  // max/min propagate a NaN from either side, as the host kernels do: x > y is
+  // false when either is NaN, so "x is NaN" picks x and otherwise y carries it.
+  else if constexpr (Op == dcclMax) return (x > y || is_nan(x)) ? x : y;
+  else if constexpr (Op == dcclMin) return (x < y || is_nan(x)) ? x : y;
   else return static_cast<A>(static_cast<W>(x) + static_cast<W>(y));  // dcclSum, dcclAvg
 }
 
