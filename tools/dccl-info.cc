@@ -90,6 +90,8 @@ int main(int argc, char** argv) {
   printf("libfabric runtime %u.%u (headers %d.%d)\n", FI_MAJOR(fv), FI_MINOR(fv), FI_MAJOR_VERSION, FI_MINOR_VERSION);
   print_providers();
   printf("\nPeer-direct viability (DCCL_PEER_DIRECT=%s):\n", dccl::core::config().peer_direct.c_str());
+  printf("  (no communicator here: 'provider FI_HMEM' lists what the providers offer; a communicator\n"
+         "   decides from whether the endpoints it opened have FI_HMEM)\n");
   for (const char* kind : {"sim", "cuda"}) {
     printf("  %s memory:\n", kind);
     for (const auto& layer : dccl::mem::check_viability(kind, dccl::core::config().provider))

@@ -37,6 +37,7 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   to.timeout = timeout;
   // Every message is cut at the staging slot size, whatever path each end takes.
   to.max_part_bytes = cfg_.staging_slot_bytes;
+  to.want_hmem = cfg_.peer_direct != "0" && mem::cuda_backend() != nullptr;  // the NIC may reach device memory
   rxm_eager_ = net::set_provider_defaults(cfg_.rxm_eager_bytes);
   net_ = net::Transport::create(to);
   std::vector<std::string> hosts = boot_->allgather(hostname());

@@ -38,7 +38,7 @@ PathSel PathChooser::select(const void* a, const void* b, const std::function<st
       d.direct = false;
       d.reason = "DCCL_PEER_DIRECT=0";
     } else {
-      auto layers = check_viability(be->name(), opts_.provider);
+      auto layers = check_viability(be->name(), opts_.provider, &net_);
       const Layer* bad = first_failure(layers);
       d.direct = bad == nullptr;
       if (bad) d.reason = "layer '" + bad->name + "' failed: " + bad->detail;

@@ -5,12 +5,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 
 #include "core/error.hpp"
 #include "mem/fi_dmabuf_compat.hpp"
+#include "net/transport.hpp"
 
 namespace dccl::mem {
 
@@ -30,8 +32,18 @@ Layer kernel_layer(bool emulated) {
   return {"kernel dma-buf", false, "no dma-buf support found in /proc/kallsyms or /sys/kernel/dmabuf"};
 }
 
-// Which providers offer FI_HMEM for RDM tagged endpoints.
-Layer hmem_layer(const std::string& provider) {
+constexpr const char* kHmemLayer = "provider FI_HMEM";
+
+// The endpoints the communicator actually opened: a domain opened without FI_HMEM
+// treats a device address as host memory (fi_mr(3)), whatever the provider offers.
+Layer hmem_layer(const net::Transport& net) {
+  std::string missing = net.hmem_missing();
+  if (!missing.empty()) return {kHmemLayer, false, missing};
+  return {kHmemLayer, true, "every endpoint in use (" + net.provider_summary() + ") was opened with FI_HMEM"};
+}
+
+// No communicator (dccl-info): which providers offer FI_HMEM for RDM tagged endpoints.
+Layer hmem_offered_layer(const std::string& provider) {
   fi_info* hints = fi_allocinfo();
   hints->ep_attr->type = FI_EP_RDM;
   hints->caps = FI_TAGGED | FI_MSG | FI_HMEM;
@@ -41,11 +53,16 @@ Layer hmem_layer(const std::string& provider) {
   int rc = fi_getinfo(fi_version(), nullptr, nullptr, 0, hints, &info);
   fi_freeinfo(hints);
   if (rc != 0 || !info)
-    return {"provider FI_HMEM", false,
-            "no provider" + (provider.empty() ? std::string() : " '" + provider + "'") + " offers FI_HMEM"};
-  std::string name = info->fabric_attr->prov_name;
+    return {kHmemLayer, false,
+            "offered by no provider" + (provider.empty() ? std::string() : " named '" + provider + "'")};
+  std::vector<std::string> names;
+  for (const fi_info* i = info; i; i = i->next)
+    if (i->fabric_attr->prov_name && std::find(names.begin(), names.end(), i->fabric_attr->prov_name) == names.end())
+      names.emplace_back(i->fabric_attr->prov_name);
   fi_freeinfo(info);
-  return {"provider FI_HMEM", true, name + " offers FI_HMEM"};
+  std::string list;
+  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+  return {kHmemLayer, true, "offered by " + list};
 }
 
 }  // namespace
@@ -58,7 +75,8 @@ const Layer* first_failure(const std::vector<Layer>& layers) {
   return nullptr;
 }
 
-std::vector<Layer> check_viability(const std::string& kind, const std::string& provider) {
+std::vector<Layer> check_viability(const std::string& kind, const std::string& provider,
+                                   const net::Transport* net) {
   std::vector<Layer> out;
   if (kind == "host") {
     out.push_back({"host memory", true, "the transport reads host memory directly"});
@@ -71,7 +89,7 @@ std::vector<Layer> check_viability(const std::string& kind, const std::string& p
     bool ok = fabric_has_dmabuf();
     out.push_back({"libfabric >= 1.20", ok,
                    "runtime " + version_text(fi_version()) + (ok ? "" : ": FI_MR_DMABUF needs 1.20")});
-    out.push_back(hmem_layer(provider));
+    out.push_back(net ? hmem_layer(*net) : hmem_offered_layer(provider));
   };
   if (!be) {
     out.push_back({"backend export", false, "cuda backend unavailable: " + cuda_unavailable_reason()});

@@ -6,6 +6,10 @@
 
 #include "mem/backend.hpp"
 
+namespace dccl::net {
+class Transport;
+}
+
 namespace dccl::mem {
 
 struct Layer {
@@ -15,7 +19,11 @@ struct Layer {
 };
 
 // kind_name: "sim" or "cuda" (or "host", always direct). provider: DCCL_PROVIDER value.
-std::vector<Layer> check_viability(const std::string& kind_name, const std::string& provider);
+// net: the communicator's connected transport. With it, the "provider FI_HMEM" layer
+// (cuda) comes from the endpoints actually opened (Transport::hmem_missing); without it
+// (dccl-info: no communicator) from a separate fi_getinfo query of what providers offer.
+std::vector<Layer> check_viability(const std::string& kind_name, const std::string& provider,
+                                   const net::Transport* net = nullptr);
 // First failing layer, or nullptr when every layer passes.
 const Layer* first_failure(const std::vector<Layer>& layers);
 

@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "mem/fi_dmabuf_compat.hpp"
 
 namespace dccl::net {
 
@@ -39,7 +40,11 @@ void* MemRegion::desc_for(const Endpoint* ep) const {
 
 Endpoint::Endpoint(const std::string& provider, ProviderInfo pi, int rank, int nranks,
                    size_t part_cap)
-    : provider_(provider), rank_(rank), mr_local_(pi.mr_local), info_(std::move(pi.info)) {
+    : provider_(provider),
+      rank_(rank),
+      mr_local_(pi.mr_local),
+      hmem_(pi.hmem),
+      info_(std::move(pi.info)) {
   auto fail = [&](const char* call, int rc) {
     core::raise(dcclUnavailable,
                 core::describe(rank_, "open provider " + provider_, fi_err(call, rc)));
@@ -127,26 +132,32 @@ Fid<fid_mr> Endpoint::register_buffer(const void* buf, size_t len) {
 }
 
 Fid<fid_mr> Endpoint::register_dmabuf(int fd, uint64_t offset, size_t len, void* base, int iface, int device) {
+  const std::string what = "register dma-buf on " + provider_;
+  // Viability keeps device memory staged in both cases; fail clearly if called anyway.
+  const uint32_t v = fi_version();
+  if (v < mem::kDmabufMinVersion)
+    core::raise(dcclUnavailable,
+                core::describe(rank_, what,
+                               "libfabric runtime " + std::to_string(FI_MAJOR(v)) + "." +
+                                   std::to_string(FI_MINOR(v)) +
+                                   " has no FI_MR_DMABUF (needs 1.20 or newer)"));
+  if (!hmem_)
+    core::raise(dcclUnavailable,
+                core::describe(rank_, what, "the endpoint was opened without FI_HMEM"));
   std::lock_guard<std::mutex> lk(mu_);
-  // Same layout as libfabric 1.20's fi_mr_dmabuf, which shares a union with mr_iov.
-  struct {
-    int fd;
-    uint64_t offset;
-    size_t len;
-    void* base_addr;
-  } dmabuf{fd, offset, len, base};
-  fi_mr_attr attr{};
-  attr.mr_iov = reinterpret_cast<const iovec*>(&dmabuf);
+  const fi_mr_dmabuf dmabuf{fd, offset, len, base};
+  // Zeroed, and as long as the newest fi_mr_attr: the runtime reads the fields of the
+  // API version the domain was opened with, which may be newer than our headers.
+  mem::FiMrAttr attr{};
+  attr.dmabuf = &dmabuf;
   attr.iov_count = 1;
   attr.access = FI_SEND | FI_RECV;
   attr.requested_key = next_mr_key();
   attr.iface = static_cast<fi_hmem_iface>(iface);
   attr.device.cuda = device;
   Fid<fid_mr> mr;
-  constexpr uint64_t kDmabufFlag = 1ULL << 40;  // FI_MR_DMABUF
-  int rc = fi_mr_regattr(domain_.get(), &attr, kDmabufFlag, mr.out());
-  if (rc)
-    core::raise(dcclSystemError, core::describe(rank_, "register dma-buf on " + provider_, fi_err("fi_mr_regattr", rc)));
+  int rc = fi_mr_regattr(domain_.get(), reinterpret_cast<const fi_mr_attr*>(&attr), FI_MR_DMABUF, mr.out());
+  if (rc) core::raise(dcclSystemError, core::describe(rank_, what, fi_err("fi_mr_regattr", rc)));
   return mr;
 }
 

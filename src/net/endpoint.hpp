@@ -57,10 +57,16 @@ class Endpoint {
   const std::string& address() const { return address_; }  // fi_getname bytes
   size_t max_part() const { return max_part_; }
   fid_domain* domain() const { return domain_.get(); }
+  // Opened with FI_HMEM in caps (from the fi_info it was opened with): the domain
+  // takes device memory. Without it a device address is treated as host memory.
+  bool hmem() const { return hmem_; }
 
   // Registers [buf, buf+len) on this domain for local send/recv; throws core::Error.
   Fid<fid_mr> register_buffer(const void* buf, size_t len);
-  // Device memory by dma-buf (libfabric >= 1.20): fi_mr_regattr with FI_MR_DMABUF.
+  // Device memory by dma-buf: fi_mr_regattr with FI_MR_DMABUF and an fi_mr_attr of the
+  // newest layout (mem/fi_dmabuf_compat.hpp). Throws core::Error(dcclUnavailable) naming
+  // the runtime version when libfabric is older than 1.20, or when the endpoint was
+  // opened without FI_HMEM; dcclSystemError when the provider refuses.
   Fid<fid_mr> register_dmabuf(int fd, uint64_t offset, size_t len, void* base, int iface, int device);
   void close_buffer(Fid<fid_mr>& mr);
 
@@ -101,6 +107,7 @@ class Endpoint {
   std::string provider_;
   int rank_;
   bool mr_local_ = false;
+  bool hmem_ = false;
   size_t max_part_ = 0;
   std::function<bool(fi_addr_t)> alive_;
   bool cancelled_any_ = false;

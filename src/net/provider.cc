@@ -22,10 +22,11 @@ std::string trim(const std::string& s) {
   return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
 }
 
-InfoPtr make_hints(const std::string& prov, bool mr_local, bool manual) {
+InfoPtr make_hints(const std::string& prov, bool mr_local, bool manual, bool hmem) {
   InfoPtr h(fi_allocinfo());
   if (!h) core::raise(dcclSystemError, "fi_allocinfo failed");
   h->caps = FI_TAGGED | FI_MSG | FI_DIRECTED_RECV;
+  if (hmem) h->caps |= FI_HMEM;
   h->mode = FI_CONTEXT | FI_CONTEXT2;  // every op carries an fi_context2 of ours
   h->ep_attr->type = FI_EP_RDM;
   h->tx_attr->msg_order = FI_ORDER_SAS;
@@ -35,6 +36,8 @@ InfoPtr make_hints(const std::string& prov, bool mr_local, bool manual) {
   h->domain_attr->resource_mgmt = FI_RM_ENABLED;
   h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
   if (mr_local) h->domain_attr->mr_mode |= FI_MR_LOCAL;
+  // We register device memory before passing it (the dma-buf registration).
+  if (hmem) h->domain_attr->mr_mode |= FI_MR_HMEM;
   // We progress from every wait(); manual progress avoids the provider's own thread
   // (sockets with auto progress: 7 ms ping-pong instead of 22 us).
   if (manual) h->domain_attr->data_progress = FI_PROGRESS_MANUAL;
@@ -100,15 +103,17 @@ std::vector<std::string> available_providers() {
   return out;
 }
 
-ProviderInfo find_provider(const std::string& prov, std::string* why) {
+ProviderInfo find_provider(const std::string& prov, std::string* why, bool want_hmem) {
   ProviderInfo r;
   int rc = 0;
+  // With want_hmem, every combination below first with FI_HMEM, then without (the
+  // provider does not offer it; viability then keeps device memory staged).
   // First without FI_MR_LOCAL (host memory then needs no registration); only when the
   // provider offers nothing that way, accept FI_MR_LOCAL and register internally.
   // Manual progress preferred, any progress model accepted.
-  for (int attempt = 0; attempt < 4; ++attempt) {
-    const bool mr_local = attempt >= 2, manual = attempt % 2 == 0;
-    InfoPtr hints = make_hints(prov, mr_local, manual);
+  for (int attempt = want_hmem ? 0 : 4; attempt < 8; ++attempt) {
+    const bool hmem = attempt < 4, mr_local = attempt % 4 >= 2, manual = attempt % 2 == 0;
+    InfoPtr hints = make_hints(prov, mr_local, manual, hmem);
     fi_info* list = nullptr;
     rc = fi_getinfo(api_version(), nullptr, nullptr, 0, hints.get(), &list);
     if (rc != 0 || !list) continue;
@@ -124,6 +129,7 @@ ProviderInfo find_provider(const std::string& prov, std::string* why) {
     r.info.reset(fi_dupinfo(best));
     if (!r.info) core::raise(dcclSystemError, "fi_dupinfo failed");
     r.mr_local = (r.info->domain_attr->mr_mode & FI_MR_LOCAL) != 0;
+    r.hmem = (r.info->caps & FI_HMEM) != 0;
     return r;
   }
   if (why)

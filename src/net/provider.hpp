@@ -32,11 +32,16 @@ std::vector<std::string> available_providers();
 struct ProviderInfo {
   InfoPtr info;          // the one fi_info to open (a copy owned by us)
   bool mr_local = false; // the provider requires registered buffers (FI_MR_LOCAL)
+  bool hmem = false;     // info->caps has FI_HMEM: the domain takes device memory
 };
 
 // fi_getinfo for `prov` (canonical name) with our hints: RDM, FI_TAGGED|FI_MSG|
-// FI_DIRECTED_RECV, FI_ORDER_SAS, no FI_MR_LOCAL if avoidable. Returns an empty info and
-// fills *why when the provider cannot be used.
-ProviderInfo find_provider(const std::string& prov, std::string* why);
+// FI_DIRECTED_RECV, FI_ORDER_SAS, no FI_MR_LOCAL if avoidable. With want_hmem, first
+// also FI_HMEM in caps and FI_MR_HMEM in mr_mode (a domain opened without FI_HMEM
+// treats a device address as host memory, fi_mr(3)); when the provider offers nothing
+// that way, the same hints without them (the result's `hmem` says which). Without
+// want_hmem the hints never mention FI_HMEM. Returns an empty info and fills *why when
+// the provider cannot be used.
+ProviderInfo find_provider(const std::string& prov, std::string* why, bool want_hmem = false);
 
 }  // namespace dccl::net

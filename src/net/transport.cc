@@ -57,6 +57,7 @@ class FabricTransport final : public Transport {
   std::string local_blob() const override;
   void connect(const std::vector<std::string>& blobs) override;
   std::string provider_summary() const override;
+  std::string hmem_missing() const override;
   void isend(int peer, const void* buf, size_t len, uint64_t tag, Request* req,
              MemRegion* mr) override {
     post(true, peer, const_cast<void*>(buf), len, tag, req, mr);
@@ -172,7 +173,7 @@ FabricTransport::FabricTransport(const TransportOptions& o) : opts_(o) {
 }
 
 bool FabricTransport::open(const std::string& prov, std::string* why) {
-  ProviderInfo pi = find_provider(prov, why);
+  ProviderInfo pi = find_provider(prov, why, opts_.want_hmem);
   if (!pi.info) return false;
   try {
     eps_.push_back(std::make_unique<Endpoint>(prov, std::move(pi), opts_.rank, opts_.nranks,
@@ -181,6 +182,9 @@ bool FabricTransport::open(const std::string& prov, std::string* why) {
     *why = e.what();
     return false;
   }
+  if (opts_.want_hmem)
+    DCCL_INFO("net: %s opened %s FI_HMEM", prov.c_str(),
+              eps_.back()->hmem() ? "with" : "without (the provider does not offer it)");
   if (eps_.back()->max_part() < (size_t(1) << 40))
     DCCL_INFO("net: %s splits messages above %zu bytes", prov.c_str(), eps_.back()->max_part());
   return true;
@@ -200,6 +204,19 @@ std::string FabricTransport::provider_summary() const {
   std::vector<std::string> names;
   for (const auto& ep : eps_) names.push_back(ep->provider());
   return join(names, "+");
+}
+
+std::string FabricTransport::hmem_missing() const {
+  if (eps_.empty()) return "no endpoint is open";
+  std::vector<std::string> lacking;
+  for (const auto& ep : eps_)
+    if (!ep->hmem()) lacking.push_back(ep->provider());
+  if (lacking.empty()) return "";
+  return "the " + join(lacking, ", ") + (lacking.size() == 1 ? " endpoint was" : " endpoints were") +
+         " opened without FI_HMEM (" +
+         (opts_.want_hmem ? "the provider does not offer it"
+                          : "not requested: no device backend in this process") +
+         ")";
 }
 
 void FabricTransport::connect(const std::vector<std::string>& blobs) {

@@ -41,6 +41,10 @@ struct TransportOptions {
   std::chrono::milliseconds timeout{600000};
   size_t max_part_bytes = 0;  // > 0: split messages above this size (tests); 0: provider limit
   std::string host;           // "" = gethostname(); tests set it to emulate several hosts
+  // Ask the endpoints for FI_HMEM + FI_MR_HMEM where the provider offers them (and open
+  // without where not): set when this process has a device backend whose memory the
+  // NIC must reach. Host-only runs leave it off and open exactly what they always did.
+  bool want_hmem = false;
 };
 
 class Transport {
@@ -54,6 +58,9 @@ class Transport {
   virtual void connect(const std::vector<std::string>& blobs) = 0;
   // Human readable: "shm" or "tcp;ofi_rxm" or "shm+tcp;ofi_rxm".
   virtual std::string provider_summary() const = 0;
+  // "" when every endpoint in use (after connect(): those routing some peer) was opened
+  // with FI_HMEM; otherwise which providers' endpoints lack it, and why.
+  virtual std::string hmem_missing() const { return "this transport does not report FI_HMEM"; }
 
   // Post a tagged send/recv to/from `peer`. Posting never blocks: what the provider
   // cannot take yet (-FI_EAGAIN) is queued in call order and posted by progress()/wait().
