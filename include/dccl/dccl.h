@@ -80,6 +80,25 @@ dcclResult_t dcclCommCount(const dcclComm_t comm, int* count);
 dcclResult_t dcclCommUserRank(const dcclComm_t comm, int* rank);
 dcclResult_t dcclCommGetAsyncError(dcclComm_t comm, dcclResult_t* asyncError);
 
+/* Per-communicator configuration. Initialise with DCCL_CONFIG_INITIALIZER; NULL
+ * means the defaults (for dcclCommSplit: the parent's settings). */
+typedef struct {
+  size_t size;         /* sizeof(dcclConfig_t), set by the initializer */
+  unsigned int magic;  /* DCCL_CONFIG_MAGIC */
+  unsigned int version;
+} dcclConfig_t;
+#define DCCL_CONFIG_MAGIC 0xdcc1c0f1u
+#define DCCL_CONFIG_INITIALIZER {sizeof(dcclConfig_t), DCCL_CONFIG_MAGIC, DCCL_VERSION_CODE}
+
+/* Color for dcclCommSplit's ranks that join no new communicator. */
+#define DCCL_SPLIT_NOCOLOR (-1)
+/* Collective over comm (every rank calls it, in the same order as comm's other
+ * calls): ranks passing the same color >= 0 form a new communicator, ranked by
+ * key, ties by their rank in comm. Ranks passing DCCL_SPLIT_NOCOLOR get
+ * *newcomm = NULL. The new communicator is independent of comm: either may be
+ * destroyed first. */
+dcclResult_t dcclCommSplit(dcclComm_t comm, int color, int key, dcclComm_t* newcomm, dcclConfig_t* config);
+
 /* ---- streams: ordered execution queues; NULL = the call completes before it returns ---- */
 dcclResult_t dcclStreamCreate(dcclStream_t* stream);
 dcclResult_t dcclStreamSynchronize(dcclStream_t stream);

@@ -72,6 +72,15 @@ class Communicator {
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
   Communicator(Communicator&& o) noexcept : c_(std::exchange(o.c_, nullptr)) {}
+  Communicator& operator=(Communicator&& o) noexcept {
+    if (this != &o) {
+      if (c_) dcclCommDestroy(c_);
+      c_ = std::exchange(o.c_, nullptr);
+    }
+    return *this;
+  }
+  // Takes ownership of a C handle (may be NULL: an empty communicator).
+  explicit Communicator(dcclComm_t c) : c_(c) {}
 
   static dcclUniqueId unique_id() {
     dcclUniqueId id;
@@ -94,7 +103,18 @@ class Communicator {
     return s;
   }
   void abort() { check(dcclCommAbort(std::exchange(c_, nullptr))); }
+  // Collective (dcclCommSplit): ranks with the same color >= 0 form a new
+  // communicator ranked by key; with DCCL_SPLIT_NOCOLOR the result is empty.
+  Communicator split(int color, int key) const {
+    dcclComm_t n = nullptr;
+    check(dcclCommSplit(c_, color, key, &n, nullptr));
+    return Communicator(n);
+  }
+  // False for an empty communicator (split with DCCL_SPLIT_NOCOLOR, moved from, aborted).
+  explicit operator bool() const { return c_ != nullptr; }
   dcclComm_t get() const { return c_; }
+  // Gives up ownership of the C handle without destroying it.
+  [[nodiscard]] dcclComm_t release() { return std::exchange(c_, nullptr); }
 
   template <class T>
   void all_reduce(std::span<const T> send, std::span<T> recv, dcclRedOp_t op = dcclSum, Stream* s = nullptr) {

@@ -131,6 +131,23 @@ dcclResult_t dcclCommGetAsyncError(dcclComm_t comm, dcclResult_t* err) {
   });
 }
 
+dcclResult_t dcclCommSplit(dcclComm_t comm, int color, int key, dcclComm_t* newcomm, dcclConfig_t* config) {
+  return api::guard("dcclCommSplit", [&] {
+    auto& c = api::comm_of(comm, "dcclCommSplit");
+    if (!newcomm) core::raise(dcclInvalidArgument, core::describe(c.rank(), "dcclCommSplit", "newcomm is NULL"));
+    *newcomm = nullptr;
+    if (config && (config->magic != DCCL_CONFIG_MAGIC || config->size < sizeof(size_t)))
+      core::raise(dcclInvalidArgument,
+                  core::describe(c.rank(), "dcclCommSplit", "config was not initialised with DCCL_CONFIG_INITIALIZER"));
+    std::unique_ptr<core::Communicator> child = c.split(color, key);
+    if (!child) return;
+    auto* h = new dcclComm;
+    h->impl = std::move(child);
+    api::register_comm(h);
+    *newcomm = h;
+  });
+}
+
 dcclResult_t dcclCommGetStats(dcclComm_t comm, dcclStats_t* stats) {
   return api::guard("dcclCommGetStats", [&] {
     auto& c = api::comm_of(comm, "dcclCommGetStats");

@@ -3,23 +3,18 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <thread>
 #include <cinttypes>
 
+#include "bootstrap/unique_id.hpp"
 #include "core/log.hpp"
 #include "mem/backend.hpp"
 #include "net/provider.hpp"
 
 namespace dccl::core {
-
-namespace {
-std::string hostname() {
-  char h[256] = {0};
-  gethostname(h, sizeof(h) - 1);
-  return h;
-}
-}  // namespace
 
 Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
                            std::unique_ptr<boot::StoreServer> server, const std::string& ns)
@@ -29,7 +24,13 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   const auto timeout = std::chrono::milliseconds(cfg_.timeout_s * 1000);
   boot_ = std::make_unique<boot::Bootstrap>(id, rank, nranks, timeout, std::move(server), ns);
 
+  // Who shares this rank's host: shm and the shared segment there, the network across hosts.
+  const std::string host_id = tune::host_identity(cfg_.host_id);
+  topo_ = tune::make_topology(boot_->allgather(host_id), rank);
+  if (rank == 0) DCCL_INFO("topology: %s", topo_.summary().c_str());
+
   net::TransportOptions to;
+  to.host = host_id;
   to.rank = rank;
   to.nranks = nranks;
   to.provider = cfg_.provider;
@@ -40,13 +41,8 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   to.want_hmem = cfg_.peer_direct != "0" && mem::cuda_backend() != nullptr;  // the NIC may reach device memory
   rxm_eager_ = net::set_provider_defaults(cfg_.rxm_eager_bytes);
   net_ = net::Transport::create(to);
-  std::vector<std::string> hosts = boot_->allgather(hostname());
-  bool same_host = true;
-  int local = 0;
-  for (const auto& h : hosts) {
-    same_host = same_host && h == hosts[static_cast<size_t>(rank)];
-    local += h == hosts[static_cast<size_t>(rank)];
-  }
+  const bool same_host = topo_.nhosts() == 1;
+  const int local = topo_.local_size;
   // More ranks than cores here: busy-polling only steals the core a peer needs.
   cpu_set_t cpus;
   if (!getenv("DCCL_SPIN_US") && sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && local > CPU_COUNT(&cpus)) {
@@ -181,6 +177,56 @@ void Communicator::check_same_settings() {
     if (all[r] != mine)
       raise(dcclInvalidUsage, describe(rank_, "init", "settings differ between ranks: this rank has " + mine +
                                                           ", rank " + std::to_string(r) + " has " + all[r]));
+}
+
+std::unique_ptr<Communicator> Communicator::split(int color, int key) {
+  const std::string op = "split";
+  if (color < 0 && color != DCCL_SPLIT_NOCOLOR)
+    raise(dcclInvalidArgument, describe(rank_, op, "color " + std::to_string(color) +
+                                                       " is negative but not DCCL_SPLIT_NOCOLOR"));
+  if (failed_.load()) raise(failure_code_, describe(rank_, op, "communicator failed earlier: " + failure_));
+  const std::string name = "split" + std::to_string(splits_++);
+  std::vector<std::string> all;
+  {
+    std::lock_guard<std::mutex> lk(boot_mu_);
+    all = boot_->allgather(std::to_string(color) + " " + std::to_string(key));
+  }
+  std::vector<std::pair<long long, int>> members;  // (key, rank) of this color
+  for (int r = 0; r < nranks_; ++r) {
+    long long c = 0, k = 0;
+    if (sscanf(all[static_cast<size_t>(r)].c_str(), "%lld %lld", &c, &k) != 2)
+      raise(dcclInternalError, describe(rank_, op, "rank " + std::to_string(r) + " sent '" + all[static_cast<size_t>(r)] + "'"));
+    if (c == color) members.emplace_back(k, r);
+  }
+  if (color == DCCL_SPLIT_NOCOLOR) return nullptr;
+  std::sort(members.begin(), members.end());
+  int new_rank = 0;
+  while (members[static_cast<size_t>(new_rank)].second != rank_) ++new_rank;
+  const int new_n = static_cast<int>(members.size());
+  // The new communicator's rank 0 hosts its store; the others learn where from this one's.
+  const std::string where = name + "/color" + std::to_string(color);
+  std::unique_ptr<boot::StoreServer> server;
+  boot::UniqueIdData id;
+  if (new_rank == 0) {
+    server = boot::StoreServer::start("", 0, boot::random_secret());
+    id = server->id();
+    dcclUniqueId raw;
+    boot::encode_id(id, &raw);
+    std::lock_guard<std::mutex> lk(boot_mu_);
+    boot_->set(where, boot::id_to_hex(raw));
+  } else {
+    std::string hex;
+    {
+      std::lock_guard<std::mutex> lk(boot_mu_);
+      hex = boot_->get(where);
+    }
+    id = boot::decode_id(boot::id_from_hex(hex));
+  }
+  struct RestoreLogRank {
+    int rank;
+    ~RestoreLogRank() { log_set_rank(rank); }
+  } restore{rank_};
+  return std::make_unique<Communicator>(id, new_n, new_rank, std::move(server), "");
 }
 
 uint64_t Communicator::next_p2p_tag(int peer, bool is_send) {

@@ -17,6 +17,7 @@
 #include "sched/op.hpp"
 #include "sched/stats.hpp"
 #include "sched/stream.hpp"
+#include "tune/topology.hpp"
 #include "tune/tuner.hpp"
 
 namespace dccl::core {
@@ -33,6 +34,14 @@ class Communicator {
   int nranks() const { return nranks_; }
   const Config& config() const { return cfg_; }
   const std::string& provider() const { return provider_; }
+  const tune::Topology& topology() const { return topo_; }
+
+  // Collective over this communicator (NCCL's ncclCommSplit): the ranks passing
+  // the same color >= 0 form a new communicator, ranked by (key, rank here);
+  // a negative color (DCCL_SPLIT_NOCOLOR) takes part and gets nullptr. The new
+  // communicator has a store of its own, hosted by its rank 0, so it outlives
+  // this one.
+  std::unique_ptr<Communicator> split(int color, int key);
 
   uint64_t next_seq() { return seq_.fetch_add(1, std::memory_order_relaxed); }
   uint64_t next_p2p_tag(int peer, bool is_send);
@@ -61,6 +70,8 @@ class Communicator {
   Config cfg_;
   int rank_, nranks_;
   std::string provider_;
+  tune::Topology topo_;
+  uint64_t splits_ = 0;  // split() calls so far: names each split's keys
   std::unique_ptr<boot::Bootstrap> boot_;
   std::mutex boot_mu_;
   std::atomic<bool> failed_{false};

@@ -1,0 +1,56 @@
+// Topology from every rank's host id: hosts in order of their lowest rank, local
+// ranks, leaders, uniform and blocked placements; host identity from the setting.
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "tune/topology.hpp"
+
+using dccl::tune::make_topology;
+
+TEST(Topology, BlockedUniform) {
+  auto t = make_topology({"a", "a", "b", "b", "c", "c"}, 3);
+  EXPECT_EQ(t.nhosts(), 3);
+  EXPECT_EQ(t.host, 1);
+  EXPECT_EQ(t.local_rank, 1);
+  EXPECT_EQ(t.local_size, 2);
+  EXPECT_EQ(t.leader(0), 0);
+  EXPECT_EQ(t.leader(2), 4);
+  EXPECT_TRUE(t.uniform());
+  EXPECT_TRUE(t.blocked());
+  EXPECT_EQ(t.summary(false), "3 hosts x 2 ranks: host0=[0,1] host1=[2,3] host2=[4,5]");
+}
+
+TEST(Topology, InterleavedAndUneven) {
+  auto t = make_topology({"x", "y", "x", "y"}, 2);  // round-robin placement
+  EXPECT_EQ(t.nhosts(), 2);
+  EXPECT_EQ(t.host, 0);
+  EXPECT_EQ(t.local_rank, 1);
+  EXPECT_TRUE(t.uniform());
+  EXPECT_FALSE(t.blocked());
+  EXPECT_EQ(t.ranks_on[1], (std::vector<int>{1, 3}));
+  EXPECT_EQ(t.local_of[3], 1);
+
+  auto u = make_topology({"h0", "h0", "h0", "h1"}, 3);  // 3 + 1
+  EXPECT_FALSE(u.uniform());
+  EXPECT_FALSE(u.blocked());
+  EXPECT_EQ(u.local_size, 1);
+  EXPECT_EQ(u.local_rank, 0);
+  EXPECT_EQ(u.leader(1), 3);
+  EXPECT_EQ(u.summary(false), "2 hosts (uneven): host0=[0,1,2] host1=[3]");
+}
+
+TEST(Topology, OneHostAndBadRank) {
+  auto t = make_topology({"only"}, 0);
+  EXPECT_EQ(t.nhosts(), 1);
+  EXPECT_TRUE(t.blocked());
+  EXPECT_THROW(make_topology({"a", "b"}, 2), dccl::core::Error);
+  EXPECT_THROW(make_topology({"a", "b"}, -1), dccl::core::Error);
+}
+
+TEST(Topology, HostIdentity) {
+  EXPECT_EQ(dccl::tune::host_identity("rack3-node7"), "rack3-node7");
+  const std::string a = dccl::tune::host_identity("", "node-a"), b = dccl::tune::host_identity("", "node-b");
+  EXPECT_EQ(a.rfind("node-a", 0), 0u) << a;
+  EXPECT_NE(a, b);
+  EXPECT_EQ(a.substr(6), b.substr(6)) << "same machine, same boot id";
+}
