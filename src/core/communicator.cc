@@ -81,6 +81,7 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   res_.failure = &failure_;
   watchdog_ = std::make_unique<Watchdog>(id, rank, nranks, ns, *boot_, boot_mu_,
                                          [this](dcclResult_t c, const std::string& t) { set_failed(c, t); });
+  make_levels();
   // Every rank has every address (and watches for failures) before anyone sends.
   boot_->barrier();
   DCCL_INFO("communicator ready: %d ranks, provider %s", nranks, provider_.c_str());
@@ -93,6 +94,7 @@ Communicator::~Communicator() {
     std::unique_lock<std::mutex> lk(order_mu_);
     order_cv_.wait_for(lk, std::chrono::seconds(cfg_.timeout_s), [&] { return turn_ == next_ticket_; });
   }
+  levels_.reset();  // every rank destroys its sub-communicators at the same point
   watchdog_.reset();
   if (cfg_.stats) {
     dcclStats_t s = stats();
@@ -133,7 +135,22 @@ dcclStats_t Communicator::stats() const {
   }
   for (const auto& p : res_.scratch)
     if (p) s.allocations += p->allocations();
+  if (levels_) levels_->add_stats(&s);
   return s;
+}
+
+// Ranks on several hosts, as many on each (and more than one): one sub-communicator
+// for this rank's host and one across hosts for its local rank.
+void Communicator::make_levels() {
+  if (!cfg_.hier || topo_.nhosts() < 2 || !topo_.uniform() || topo_.local_size < 2) return;
+  std::unique_ptr<Communicator> local = split(topo_.host, topo_.local_rank);
+  std::unique_ptr<Communicator> cross = split(topo_.local_rank, topo_.host);
+  levels_ = std::make_unique<CommLevels>(topo_, cfg_.timeout_s * 1000, std::move(local), std::move(cross));
+  res_.levels = levels_.get();
+  tuner_->set_levels(true, topo_.blocked());
+  if (rank_ == 0)
+    DCCL_INFO("hierarchy: %d hosts x %d ranks; intra-host and cross-host sub-communicators ready", topo_.nhosts(),
+              topo_.local_size);
 }
 
 // All ranks on this host: a shared segment for one-shot small allreduces and
@@ -334,6 +351,7 @@ void Communicator::submit_one(const sched::Op& op, sched::Stream* stream) {
 
 void Communicator::abort() {
   aborted_.store(true);
+  if (levels_) levels_->abort();
   std::string text = "rank " + std::to_string(rank_) + " aborted the communicator";
   if (!failed_.load() && watchdog_) watchdog_->announce(dcclRemoteError, text);
   set_failed(dcclRemoteError, text);

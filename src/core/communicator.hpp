@@ -11,6 +11,7 @@
 #include "bootstrap/bootstrap.hpp"
 #include "coll/scratch.hpp"
 #include "core/config.hpp"
+#include "core/levels.hpp"
 #include "core/watchdog.hpp"
 #include "net/transport.hpp"
 #include "sched/executor.hpp"
@@ -66,6 +67,7 @@ class Communicator {
   void set_failed(dcclResult_t code, const std::string& text);
   void check_same_settings();
   size_t open_shared_segment(bool same_host);
+  void make_levels();
 
   Config cfg_;
   int rank_, nranks_;
@@ -83,6 +85,7 @@ class Communicator {
   std::unique_ptr<net::ShmSegment> smem_;
   std::string rxm_eager_;  // effective FI_OFI_RXM_EAGER_LIMIT
   std::unique_ptr<mem::PathChooser> paths_;
+  std::unique_ptr<CommLevels> levels_;  // several hosts, same ranks on each: hierarchical algorithms
   sched::Stats stats_;
   sched::Resources res_;
 

@@ -74,6 +74,17 @@ void account(Resources& res, const Op& op, size_t bytes) {
   (void)bytes;
 }
 
+// A hierarchical algorithm: steps on the sub-communicators, each a collective of its own.
+void run_hier(coll::Levels& lv, const Op& op) {
+  coll::SubOp s{coll::SubColl::AllReduce, op.send, op.recv, op.count, op.dt, op.op, op.root};
+  switch (op.coll) {
+    case Coll::AllReduce: return coll::allreduce_hier(lv, s);
+    case Coll::Broadcast: return coll::broadcast_hier(lv, s);
+    case Coll::AllGather: return coll::allgather_hier(lv, s);
+    default: core::raise(dcclInternalError, std::string("no hierarchical ") + tune::coll_name(op.coll));
+  }
+}
+
 }  // namespace
 
 coll::ScratchPool& Resources::scratch_for(mem::Backend& be) {
@@ -106,6 +117,13 @@ void execute(Resources& res, std::span<const Op> ops) {
     if (op.coll == Coll::SendRecv) continue;
     if (res.check) check_signature(res, op);
     tune::Choice ch = res.tuner->choose(op.coll, tuning_bytes(op, res.nranks), res.nranks);
+    if (ch.algo == tune::Algo::Hier && res.levels) {
+      DCCL_TRACE("%s #%llu hier: %zu x %s", tune::coll_name(op.coll), static_cast<unsigned long long>(op.seq), op.count,
+                 core::dtype_name(op.dt));
+      run_hier(*res.levels, op);
+      account(res, op, op.count * core::dtype_size(op.dt));
+      continue;
+    }
     coll::Label name;
     name.coll = tune::coll_name(op.coll);
     name.seq = op.seq;

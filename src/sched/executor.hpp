@@ -5,6 +5,7 @@
 #include <span>
 #include <vector>
 
+#include "coll/hier.hpp"
 #include "coll/scratch.hpp"
 #include "mem/path_choice.hpp"
 #include "net/shm_segment.hpp"
@@ -28,6 +29,7 @@ struct Resources {
   int64_t timeout_ms = 600000;
   bool check = false;  // DCCL_CHECK
   net::ShmSegment* smem = nullptr;
+  coll::Levels* levels = nullptr;  // sub-communicators for hierarchical algorithms, if any
   const std::atomic<bool>* failed = nullptr;  // see coll::CtxInit
   const std::string* failure = nullptr;
   dcclResult_t failure_code = dcclRemoteError;

@@ -13,13 +13,13 @@ const char* coll_name(Coll c) {
 }
 
 const char* algo_name(Algo a) {
-  static const char* n[] = {"ring", "rhd", "rd", "tree", "chain", "bruck", "pairwise", "dissemination", "direct", "smem", "smem_rs"};
+  static const char* n[] = {"ring", "rhd", "rd", "tree", "chain", "bruck", "pairwise", "dissemination", "direct", "smem", "smem_rs", "hier"};
   return n[static_cast<int>(a)];
 }
 
 namespace {
 bool parse_algo(const std::string& s, Algo* out) {
-  for (int i = 0; i <= static_cast<int>(Algo::SmemRs); ++i)
+  for (int i = 0; i < kNumAlgos; ++i)
     if (s == algo_name(static_cast<Algo>(i))) {
       *out = static_cast<Algo>(i);
       return true;
@@ -43,10 +43,11 @@ bool parse_coll(const std::string& s, Coll* out) {
 
 bool Tuner::valid_for(Coll c, Algo a) const {
   switch (c) {
-    case Coll::AllReduce: return a == Algo::Ring || a == Algo::Rhd || a == Algo::Rd || a == Algo::Smem || a == Algo::SmemRs;
+    case Coll::AllReduce:
+      return a == Algo::Ring || a == Algo::Rhd || a == Algo::Rd || a == Algo::Smem || a == Algo::SmemRs || a == Algo::Hier;
     case Coll::Reduce: return a == Algo::Tree || a == Algo::Chain;
-    case Coll::Broadcast: return a == Algo::Tree || a == Algo::Chain;
-    case Coll::AllGather: return a == Algo::Ring || a == Algo::Bruck || a == Algo::Smem;
+    case Coll::Broadcast: return a == Algo::Tree || a == Algo::Chain || a == Algo::Hier;
+    case Coll::AllGather: return a == Algo::Ring || a == Algo::Bruck || a == Algo::Smem || a == Algo::Hier;
     case Coll::ReduceScatter: return a == Algo::Ring || a == Algo::Smem;
     case Coll::AlltoAll: return a == Algo::Pairwise;
     case Coll::Barrier: return a == Algo::Dissemination;
@@ -111,7 +112,12 @@ Choice Tuner::choose(Coll c, size_t bytes, int n) const {
     case Coll::Barrier: ch.algo = Algo::Dissemination; break;
     case Coll::SendRecv: ch.algo = Algo::Direct; break;
   }
+  // Several hosts with the same number of ranks each: two levels of sub-communicators.
+  const Algo flat = ch.algo;
+  if (levels_ && (c == Coll::AllReduce || c == Coll::Broadcast || (c == Coll::AllGather && levels_blocked_)))
+    ch.algo = Algo::Hier;
   if (has_forced_[static_cast<int>(c)]) ch.algo = forced_[static_cast<int>(c)];
+  if (ch.algo == Algo::Hier && !(levels_ && (c != Coll::AllGather || levels_blocked_))) ch.algo = flat;
   // The one-shot needs the segment and a message that fits a slot.
   if (c == Coll::AllReduce && ch.algo == Algo::Smem && (smem_bytes_ == 0 || bytes > smem_bytes_))
     ch.algo = bytes <= (256u << 10) ? Algo::Rd : Algo::Ring;

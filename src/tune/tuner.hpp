@@ -9,7 +9,8 @@ namespace dccl::tune {
 enum class Coll { AllReduce, Reduce, Broadcast, AllGather, ReduceScatter, AlltoAll, Barrier, SendRecv };
 const char* coll_name(Coll c);  // "all_reduce", ...
 
-enum class Algo { Ring, Rhd, Rd, Tree, Chain, Bruck, Pairwise, Dissemination, Direct, Smem, SmemRs };
+enum class Algo { Ring, Rhd, Rd, Tree, Chain, Bruck, Pairwise, Dissemination, Direct, Smem, SmemRs, Hier };
+constexpr int kNumAlgos = static_cast<int>(Algo::Hier) + 1;
 const char* algo_name(Algo a);
 
 struct Choice {
@@ -24,6 +25,12 @@ class Tuner {
   // smem_chunks: the segment has chunk slots for larger allreduces.
   Tuner(const std::string& override_spec, size_t chunk_bytes_override, bool same_host, size_t smem_bytes = 0,
         bool smem_chunks = false);
+  // Hierarchical algorithms (coll/hier.hpp) have their sub-communicators; `blocked`:
+  // ranks are numbered host by host (the hierarchical allgather needs it).
+  void set_levels(bool available, bool blocked) {
+    levels_ = available;
+    levels_blocked_ = blocked;
+  }
   // `bytes`: the per-rank message size the collective moves (allreduce: count*esize).
   Choice choose(Coll c, size_t bytes, int nranks) const;
 
@@ -35,6 +42,7 @@ class Tuner {
   bool same_host_;
   size_t smem_bytes_;
   bool smem_chunks_;
+  bool levels_ = false, levels_blocked_ = false;
 };
 
 }  // namespace dccl::tune

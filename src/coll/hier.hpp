@@ -1,0 +1,54 @@
+// Hierarchical collectives: a communicator spread over several hosts runs each
+// collective as steps on two levels of sub-communicators (dcclCommSplit):
+//   local: the ranks of this rank's host (shared segment, shm);
+//   cross: the ranks with this rank's local rank on every host, one per host,
+//          ranked by host (each local rank has its own, so all of them, and
+//          every rail, carry cross-host traffic at once).
+// Needs the same number of ranks on every host. The steps run synchronously, in
+// the same order on every rank.
+#pragma once
+#include <cstddef>
+
+#include "dccl/dccl.h"
+
+namespace dccl::coll {
+
+enum class SubColl { AllReduce, ReduceScatter, AllGather, Broadcast };
+
+struct SubOp {
+  SubColl coll = SubColl::AllReduce;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  size_t count = 0;  // as in the C API: allgather sendcount, reduce_scatter recvcount
+  dcclDataType_t dt = dcclFloat32;
+  dcclRedOp_t op = dcclSum;
+  int root = 0;
+};
+
+class Levels {
+ public:
+  virtual ~Levels() = default;
+  virtual int host() const = 0;  // this rank's host, 0..hosts()-1
+  virtual int hosts() const = 0;
+  virtual int local_rank() const = 0;
+  virtual int local_size() const = 0;
+  virtual int host_of(int rank) const = 0;
+  virtual int local_of(int rank) const = 0;
+  // True when ranks are numbered host by host (rank = host * local_size + local rank).
+  virtual bool blocked() const = 0;
+  virtual void local(const SubOp& op) = 0;
+  virtual void cross(const SubOp& op) = 0;
+  // buf[i] /= n on buf's memory (dcclAvg's last step).
+  virtual void divide(void* buf, size_t count, dcclDataType_t dt, int n) = 0;
+};
+
+// Below this many bytes an allreduce reduces on the host, then every local rank
+// reduces the whole vector across hosts (fewest steps); above it, reduce-scatter
+// on the host, allreduce of each shard across hosts, allgather on the host.
+constexpr size_t kHierShardBytes = 64u << 10;
+
+void allreduce_hier(Levels& lv, const SubOp& op);
+void broadcast_hier(Levels& lv, const SubOp& op);  // op.root: a rank of the whole communicator
+void allgather_hier(Levels& lv, const SubOp& op);  // needs blocked()
+
+}  // namespace dccl::coll

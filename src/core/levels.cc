@@ -1,0 +1,64 @@
+#include "core/levels.hpp"
+
+#include "core/communicator.hpp"
+#include "core/log.hpp"
+#include "mem/backend.hpp"
+
+namespace dccl::core {
+
+CommLevels::CommLevels(const tune::Topology& topo, int64_t timeout_ms, std::unique_ptr<Communicator> local,
+                       std::unique_ptr<Communicator> cross)
+    : topo_(topo), timeout_ms_(timeout_ms), local_(std::move(local)), cross_(std::move(cross)) {}
+
+CommLevels::~CommLevels() = default;
+
+void CommLevels::run(Communicator& c, const coll::SubOp& s) {
+  sched::Op op;
+  switch (s.coll) {
+    case coll::SubColl::AllReduce: op.coll = tune::Coll::AllReduce; break;
+    case coll::SubColl::ReduceScatter: op.coll = tune::Coll::ReduceScatter; break;
+    case coll::SubColl::AllGather: op.coll = tune::Coll::AllGather; break;
+    case coll::SubColl::Broadcast: op.coll = tune::Coll::Broadcast; break;
+  }
+  op.send = s.send;
+  op.recv = s.recv;
+  op.count = s.count;
+  op.dt = s.dt;
+  op.op = s.op;
+  op.root = s.root;
+  op.seq = c.next_seq();
+  struct RestoreLogRank {
+    int rank;
+    ~RestoreLogRank() { log_set_rank(rank); }
+  } restore{topo_.rank};
+  c.submit_one(op, nullptr);
+}
+
+void CommLevels::local(const coll::SubOp& op) { run(*local_, op); }
+void CommLevels::cross(const coll::SubOp& op) { run(*cross_, op); }
+
+void CommLevels::divide(void* buf, size_t count, dcclDataType_t dt, int n) {
+  mem::Backend& be = mem::backend_of(buf);
+  be.wait(be.avg_async(buf, count, dt, n), timeout_ms_);
+}
+
+void CommLevels::abort() {
+  local_->abort();
+  cross_->abort();
+}
+
+void CommLevels::add_stats(dcclStats_t* s) const {
+  for (const Communicator* c : {local_.get(), cross_.get()}) {
+    dcclStats_t t = c->stats();
+    s->bytesSentDirect += t.bytesSentDirect;
+    s->bytesRecvDirect += t.bytesRecvDirect;
+    s->bytesRelayedHost += t.bytesRelayedHost;
+    s->hostCopies += t.hostCopies;
+    s->registrations += t.registrations;
+    s->regCacheHits += t.regCacheHits;
+    s->regCacheMisses += t.regCacheMisses;
+    s->allocations += t.allocations;
+  }
+}
+
+}  // namespace dccl::core

@@ -1,0 +1,43 @@
+// The two levels of sub-communicators a communicator spread over several hosts
+// runs its hierarchical algorithms on (coll/hier.hpp): made at init with split(),
+// one for this rank's host and one across hosts for its local rank.
+#pragma once
+#include <memory>
+
+#include "coll/hier.hpp"
+#include "dccl/dccl.h"
+#include "tune/topology.hpp"
+
+namespace dccl::core {
+
+class Communicator;
+
+class CommLevels final : public coll::Levels {
+ public:
+  CommLevels(const tune::Topology& topo, int64_t timeout_ms, std::unique_ptr<Communicator> local,
+             std::unique_ptr<Communicator> cross);
+  ~CommLevels() override;
+
+  int host() const override { return topo_.host; }
+  int hosts() const override { return topo_.nhosts(); }
+  int local_rank() const override { return topo_.local_rank; }
+  int local_size() const override { return topo_.local_size; }
+  int host_of(int rank) const override { return topo_.host_of[static_cast<size_t>(rank)]; }
+  int local_of(int rank) const override { return topo_.local_of[static_cast<size_t>(rank)]; }
+  bool blocked() const override { return topo_.blocked(); }
+  void local(const coll::SubOp& op) override;
+  void cross(const coll::SubOp& op) override;
+  void divide(void* buf, size_t count, dcclDataType_t dt, int n) override;
+
+  void abort();
+  // The sub-communicators' data-path counters (not their operation counts).
+  void add_stats(dcclStats_t* s) const;
+
+ private:
+  void run(Communicator& c, const coll::SubOp& op);
+  tune::Topology topo_;
+  int64_t timeout_ms_;
+  std::unique_ptr<Communicator> local_, cross_;
+};
+
+}  // namespace dccl::core
