@@ -7,22 +7,49 @@
 # Only the static CUDA runtime is linked: it loads the driver at run time, so
 # libdccl loads (and cuda_backend() reports why not) on machines without one.
 # The driver API is reached through cudaGetDriverEntryPointByVersion.
-option(DCCL_CUDA "Build the CUDA backend when a CUDA compiler is found" ON)
-if(NOT DCCL_CUDA)
+#
+# DCCL_CUDA: AUTO (default) builds the backend when a usable toolkit is found and
+# the stub otherwise; ON fails the configure, naming what is missing, when it is
+# not; OFF always builds the stub.
+set(DCCL_CUDA AUTO CACHE STRING "CUDA backend: AUTO (when a usable toolkit is found), ON (required) or OFF")
+set_property(CACHE DCCL_CUDA PROPERTY STRINGS AUTO ON OFF)
+string(TOUPPER "${DCCL_CUDA}" dccl_cuda_mode)
+if(dccl_cuda_mode MATCHES "^(ON|TRUE|YES|Y|1)$")
+  set(dccl_cuda_mode ON)
+elseif(dccl_cuda_mode MATCHES "^(OFF|FALSE|NO|N|0)$")
+  set(dccl_cuda_mode OFF)
+elseif(NOT dccl_cuda_mode STREQUAL "AUTO")
+  message(FATAL_ERROR "DCCL_CUDA must be AUTO, ON or OFF (got '${DCCL_CUDA}')")
+endif()
+if(dccl_cuda_mode STREQUAL "OFF")
   message(STATUS "DirectCCL: CUDA backend disabled (DCCL_CUDA=OFF)")
   return()
 endif()
 
+# Without the toolkit: AUTO builds the stub and says why, ON stops the configure.
+macro(dccl_cuda_missing what)
+  if(dccl_cuda_mode STREQUAL "ON")
+    message(FATAL_ERROR "DirectCCL: DCCL_CUDA=ON but ${what}")
+  endif()
+  message(STATUS "DirectCCL: ${what}; building without the CUDA backend (DCCL_CUDA=AUTO)")
+  return()
+endmacro()
+
+# check_language compiles a trivial CUDA program, so a compiler it finds is
+# usable. It looks at CUDACXX and PATH; the toolkit's usual place is tried too.
 include(CheckLanguage)
+if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/local/cuda/bin/nvcc)
+  find_program(dccl_nvcc_in_path nvcc)
+  if(NOT dccl_nvcc_in_path)
+    set(ENV{CUDACXX} /usr/local/cuda/bin/nvcc)
+  endif()
+endif()
 if(NOT CMAKE_CUDA_COMPILER)
+  unset(CMAKE_CUDA_COMPILER CACHE)  # a NOTFOUND from an earlier configure: look again
   check_language(CUDA)
 endif()
-if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
-  set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc CACHE FILEPATH "CUDA compiler" FORCE)
-endif()
 if(NOT CMAKE_CUDA_COMPILER)
-  message(STATUS "DirectCCL: no CUDA compiler found; building without the CUDA backend")
-  return()
+  dccl_cuda_missing("no usable CUDA compiler (nvcc not in PATH, CUDACXX or /usr/local/cuda/bin, or it cannot build a test program)")
 endif()
 
 if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
@@ -31,8 +58,10 @@ endif()
 enable_language(CUDA)
 find_package(CUDAToolkit)
 if(NOT CUDAToolkit_FOUND)
-  message(STATUS "DirectCCL: CUDA toolkit not found; building without the CUDA backend")
-  return()
+  dccl_cuda_missing("the CUDA toolkit (headers and libraries) was not found next to ${CMAKE_CUDA_COMPILER}")
+endif()
+if(NOT TARGET CUDA::cudart_static)
+  dccl_cuda_missing("the CUDA toolkit in ${CUDAToolkit_LIBRARY_DIR} has no static runtime (libcudart_static.a)")
 endif()
 
 file(GLOB DCCL_CUDA_KERNELS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/mem/cuda/*.cu)
