@@ -3,8 +3,10 @@
 #include <cerrno>
 #include <cstdlib>
 #include <limits>
+#include <string>
 
 #include "core/error.hpp"
+#include "tune/algo_table.hpp"
 
 namespace dccl::core {
 
@@ -89,11 +91,20 @@ const Config& config() {
 }
 
 const std::vector<ConfigEntry>& config_entries() {
-  static const std::vector<ConfigEntry> entries = {
+  // DCCL_ALGO's help lists the algorithms from the one table of them.
+  static const std::string algo_help = std::string("Force an algorithm, for every collective that has it (ring) or per "
+                                                   "collective (allreduce:rhd,broadcast:tree). Known: ") +
+                                       tune::algo_list_text();
+  static const std::vector<ConfigEntry> entries = [] {
+    std::vector<ConfigEntry> v = {
 #define X(field, name, type, def, help) {name, ConfigType::type, def, help},
-      DCCL_CONFIG_TABLE(X)
+        DCCL_CONFIG_TABLE(X)
 #undef X
-  };
+    };
+    for (ConfigEntry& e : v)
+      if (std::string(e.name) == "DCCL_ALGO") e.help = algo_help.c_str();
+    return v;
+  }();
   return entries;
 }
 

@@ -6,7 +6,7 @@
   X(debug, "DCCL_DEBUG", Str, "WARN", "Log level: NONE, WARN, INFO or TRACE")                      \
   X(timeout_s, "DCCL_TIMEOUT_S", Int, "600", "Bound in seconds on every blocking wait")          \
   X(provider, "DCCL_PROVIDER", Str, "", "libfabric provider for all peers (e.g. shm, tcp); empty: shm on one host, tcp;ofi_rxm across hosts; FI_PROVIDER is honoured too") \
-  X(algo, "DCCL_ALGO", Str, "", "Force an algorithm: ring, rhd, rd, smem, smem_rs, tree, chain, bruck, pairwise, dissemination, hier (comma list as coll:algo allowed)") \
+  X(algo, "DCCL_ALGO", Str, "", "Force an algorithm (the list comes from the algorithm table)") \
   X(chunk_bytes, "DCCL_CHUNK_BYTES", Bytes, "0", "Pipeline chunk size; 0 lets the tuner choose")  \
   X(host_id, "DCCL_HOST_ID", Str, "", "Names this rank's host: ranks with the same id share a host (shm, shared segment, hierarchy); empty: hostname + boot id") \
   X(hier, "DCCL_HIER", Bool, "1", "Across hosts with the same number of ranks each: build intra-host and cross-host sub-communicators for hierarchical algorithms (0: flat algorithms only)") \

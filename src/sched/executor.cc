@@ -3,6 +3,7 @@
 #include <string>
 
 #include "coll/algos.hpp"
+#include "mem/backend.hpp"
 #include "sched/check.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -22,28 +23,6 @@ size_t tuning_bytes(const Op& op, int n) {
     case Coll::ReduceScatter: return b * static_cast<size_t>(n);
     default: return b;
   }
-}
-
-using AlgoFn = void (*)(coll::Ctx&, const coll::Args&);
-
-AlgoFn pick(Coll c, Algo a) {
-  switch (c) {
-    case Coll::AllReduce:
-      return a == Algo::Ring   ? coll::allreduce_ring
-             : a == Algo::Rhd  ? coll::allreduce_rhd
-             : a == Algo::Smem ? coll::allreduce_smem
-             : a == Algo::SmemRs ? coll::allreduce_smem_rs
-                               : coll::allreduce_rd;
-    case Coll::Reduce: return a == Algo::Chain ? coll::reduce_chain : coll::reduce_tree;
-    case Coll::Broadcast: return a == Algo::Chain ? coll::broadcast_chain : coll::broadcast_tree;
-    case Coll::AllGather:
-      return a == Algo::Bruck ? coll::allgather_bruck : a == Algo::Smem ? coll::allgather_smem : coll::allgather_ring;
-    case Coll::ReduceScatter: return a == Algo::Smem ? coll::reduce_scatter_smem : coll::reduce_scatter_ring;
-    case Coll::AlltoAll: return coll::alltoall_pairwise;
-    case Coll::Barrier: return coll::barrier_dissemination;
-    case Coll::SendRecv: return nullptr;
-  }
-  return nullptr;
 }
 
 coll::CtxInit base_init(Resources& res, const Op& op, coll::Label name) {
@@ -72,17 +51,6 @@ void account(Resources& res, const Op& op, size_t bytes) {
   res.stats->ops.fetch_add(1, std::memory_order_relaxed);
   (void)op;
   (void)bytes;
-}
-
-// A hierarchical algorithm: steps on the sub-communicators, each a collective of its own.
-void run_hier(coll::Levels& lv, const Op& op) {
-  coll::SubOp s{coll::SubColl::AllReduce, op.send, op.recv, op.count, op.dt, op.op, op.root};
-  switch (op.coll) {
-    case Coll::AllReduce: return coll::allreduce_hier(lv, s);
-    case Coll::Broadcast: return coll::broadcast_hier(lv, s);
-    case Coll::AllGather: return coll::allgather_hier(lv, s);
-    default: core::raise(dcclInternalError, std::string("no hierarchical ") + tune::coll_name(op.coll));
-  }
 }
 
 }  // namespace
@@ -116,11 +84,15 @@ void execute(Resources& res, std::span<const Op> ops) {
   for (const Op& op : ops) {
     if (op.coll == Coll::SendRecv) continue;
     if (res.check) check_signature(res, op);
-    tune::Choice ch = res.tuner->choose(op.coll, tuning_bytes(op, res.nranks), res.nranks);
-    if (ch.algo == tune::Algo::Hier && res.levels) {
+    // Device memory cannot go through the host segment: the table says which can.
+    const void* any = op.send ? op.send : op.recv;
+    const bool device = any && mem::backend_of(any).kind() != mem::Kind::Host;
+    tune::Choice ch = res.tuner->choose(op.coll, tuning_bytes(op, res.nranks), res.nranks, device);
+    if (ch.entry->hier) {
+      if (!res.levels) core::raise(dcclInternalError, std::string("no sub-communicators for hierarchical ") + tune::coll_name(op.coll));
       DCCL_TRACE("%s #%llu hier: %zu x %s", tune::coll_name(op.coll), static_cast<unsigned long long>(op.seq), op.count,
                  core::dtype_name(op.dt));
-      run_hier(*res.levels, op);
+      ch.entry->hier(*res.levels, coll::SubOp{coll::SubColl::AllReduce, op.send, op.recv, op.count, op.dt, op.op, op.root});
       account(res, op, op.count * core::dtype_size(op.dt));
       continue;
     }
@@ -132,15 +104,10 @@ void execute(Resources& res, std::span<const Op> ops) {
     name.algo = tune::algo_name(ch.algo);
     coll::CtxInit in = base_init(res, op, name);
     in.chunk_bytes = ch.chunk_bytes;
-    // Device memory cannot go through the host segment: same exchange, by messages.
-    if (in.path != nullptr && (ch.algo == tune::Algo::Smem || ch.algo == tune::Algo::SmemRs)) {
-      ch.algo = ch.algo == tune::Algo::Smem && op.coll == Coll::AllReduce ? tune::Algo::Rd : tune::Algo::Ring;
-      in.name.algo = tune::algo_name(ch.algo);
-    }
     DCCL_TRACE("%s start", in.name.str().c_str());
     coll::Ctx ctx(in);
     coll::Args args{op.send, op.recv, op.count, op.root};
-    pick(op.coll, ch.algo)(ctx, args);
+    ch.entry->flat(ctx, args);
     account(res, op, op.count * core::dtype_size(op.dt));
   }
   for (size_t i = 0; i < p2p.size(); ++i) {

@@ -1,21 +1,20 @@
-// Picks the algorithm and chunk size by collective, bytes and ranks.
-// DCCL_ALGO overrides: "ring" (every collective that has it) or "allreduce:rhd,broadcast:tree".
+// Picks the algorithm and chunk size by collective, bytes, what the communicator
+// offers (shared segment, sub-communicators across hosts) and the memory's kind,
+// from the one table in algo_table.hpp. DCCL_ALGO overrides: "ring" (every
+// collective that has it) or "allreduce:rhd,broadcast:tree"; a forced algorithm
+// the call cannot use falls back to the default choice.
 #pragma once
 #include <cstddef>
 #include <string>
 
+#include "tune/algo_table.hpp"
+
 namespace dccl::tune {
-
-enum class Coll { AllReduce, Reduce, Broadcast, AllGather, ReduceScatter, AlltoAll, Barrier, SendRecv };
-const char* coll_name(Coll c);  // "all_reduce", ...
-
-enum class Algo { Ring, Rhd, Rd, Tree, Chain, Bruck, Pairwise, Dissemination, Direct, Smem, SmemRs, Hier };
-constexpr int kNumAlgos = static_cast<int>(Algo::Hier) + 1;
-const char* algo_name(Algo a);
 
 struct Choice {
   Algo algo;
   size_t chunk_bytes;
+  const AlgoEntry* entry;  // what runs it
 };
 
 class Tuner {
@@ -25,24 +24,21 @@ class Tuner {
   // smem_chunks: the segment has chunk slots for larger allreduces.
   Tuner(const std::string& override_spec, size_t chunk_bytes_override, bool same_host, size_t smem_bytes = 0,
         bool smem_chunks = false);
-  // Hierarchical algorithms (coll/hier.hpp) have their sub-communicators; `blocked`:
-  // ranks are numbered host by host (the hierarchical allgather needs it).
+  // Hierarchical algorithms have their sub-communicators; `blocked`: ranks are
+  // numbered host by host (the hierarchical allgather needs it).
   void set_levels(bool available, bool blocked) {
-    levels_ = available;
-    levels_blocked_ = blocked;
+    offer_.levels = available;
+    offer_.blocked = blocked;
   }
-  // `bytes`: the per-rank message size the collective moves (allreduce: count*esize).
-  Choice choose(Coll c, size_t bytes, int nranks) const;
+  // `bytes`: the per-rank message size the collective moves (allreduce: count*esize;
+  // reduce-scatter: the whole input). `device`: the buffers are device memory.
+  Choice choose(Coll c, size_t bytes, int nranks, bool device = false) const;
 
  private:
-  bool valid_for(Coll c, Algo a) const;
-  Algo forced_[8];
-  bool has_forced_[8] = {};
+  const AlgoEntry* forced_[kNumColls] = {};
   size_t chunk_override_;
   bool same_host_;
-  size_t smem_bytes_;
-  bool smem_chunks_;
-  bool levels_ = false, levels_blocked_ = false;
+  Offer offer_;
 };
 
 }  // namespace dccl::tune

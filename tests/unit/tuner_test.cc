@@ -52,13 +52,16 @@ TEST(Tuner, SegmentPartsSwitchedOffSeparately) {
 }
 
 TEST(Tuner, ForcedAlgorithmsFallBackWhenTheSegmentLacksThem) {
+  // A forced algorithm the communicator cannot run gives way to the default choice.
   Tuner t("allreduce:smem,reduce_scatter:smem,allgather:smem", 0, false, 0, false);
   EXPECT_EQ(pick(t, Coll::AllReduce, 8, 4), Algo::Rd);
   EXPECT_EQ(pick(t, Coll::AllReduce, 1 * MiB, 4), Algo::Ring);
   EXPECT_EQ(pick(t, Coll::ReduceScatter, 8, 4), Algo::Ring);
-  EXPECT_EQ(pick(t, Coll::AllGather, 8, 4), Algo::Ring);
+  EXPECT_EQ(pick(t, Coll::AllGather, 8, 4), Algo::Bruck);
+  EXPECT_EQ(pick(t, Coll::AllGather, 1 * MiB, 4), Algo::Ring);
   Tuner rs("allreduce:smem_rs", 0, true, 64 * KiB, false);
-  EXPECT_EQ(pick(rs, Coll::AllReduce, 8, 4), Algo::Ring);
+  EXPECT_EQ(pick(rs, Coll::AllReduce, 8, 4), Algo::Smem);
+  EXPECT_EQ(pick(rs, Coll::AllReduce, 1 * MiB, 4), Algo::Ring);
   Tuner seg("allreduce:smem_rs,allgather:smem", 0, true, 64 * KiB, true);
   EXPECT_EQ(pick(seg, Coll::AllReduce, 8, 4), Algo::SmemRs);
   EXPECT_EQ(pick(seg, Coll::AllGather, 8, 4), Algo::Smem);
@@ -82,4 +85,41 @@ TEST(Tuner, OverridesAreChecked) {
   EXPECT_TRUE(refused("warp"));
   EXPECT_TRUE(refused("allgatherx:ring"));
   EXPECT_FALSE(refused("allreduce:smem_rs,reducescatter:smem,all_gather:smem"));
+}
+
+TEST(Tuner, DeviceMemoryNeverTakesTheSegment) {
+  Tuner t("", 0, true, 64 * KiB, true);
+  EXPECT_EQ(pick(t, Coll::AllReduce, 8, 4), Algo::Smem);
+  EXPECT_EQ(t.choose(Coll::AllReduce, 8, 4, /*device=*/true).algo, Algo::Rd);
+  EXPECT_EQ(t.choose(Coll::AllReduce, 1 * MiB, 4, true).algo, Algo::Ring);
+  EXPECT_EQ(t.choose(Coll::AllGather, 4 * MiB, 4, true).algo, Algo::Ring);
+  Tuner forced("allreduce:smem_rs", 0, true, 64 * KiB, true);
+  EXPECT_EQ(forced.choose(Coll::AllReduce, 100 * KiB, 4, true).algo, Algo::Rhd);
+}
+
+TEST(Tuner, HierarchyAcrossHosts) {
+  Tuner t("", 0, false);
+  t.set_levels(true, /*blocked=*/true);
+  EXPECT_EQ(pick(t, Coll::AllReduce, 8, 8), Algo::Hier);
+  EXPECT_EQ(pick(t, Coll::AllReduce, 64 * MiB, 8), Algo::Hier);
+  EXPECT_EQ(pick(t, Coll::Broadcast, 8, 8), Algo::Hier);
+  EXPECT_EQ(pick(t, Coll::AllGather, 1 * MiB, 8), Algo::Hier);
+  EXPECT_EQ(pick(t, Coll::ReduceScatter, 1 * MiB, 8), Algo::Ring);
+  EXPECT_EQ(pick(t, Coll::Reduce, 8, 8), Algo::Tree);
+  t.set_levels(true, /*blocked=*/false);  // interleaved placement: no hierarchical allgather
+  EXPECT_EQ(pick(t, Coll::AllGather, 1 * MiB, 8), Algo::Ring);
+  EXPECT_EQ(pick(t, Coll::AllReduce, 1 * MiB, 8), Algo::Hier);
+  Tuner flat("allreduce:ring", 0, false);
+  flat.set_levels(true, true);
+  EXPECT_EQ(pick(flat, Coll::AllReduce, 1 * MiB, 8), Algo::Ring);
+  Tuner none("hier", 0, false);  // forced, but one host: the default
+  EXPECT_EQ(pick(none, Coll::AllReduce, 1 * MiB, 4), Algo::Ring);
+}
+
+TEST(Tuner, TableNamesEveryAlgorithm) {
+  const std::string list = dccl::tune::algo_list_text();
+  for (const char* n : {"allreduce: smem, smem_rs, hier, rd, rhd, ring", "broadcast: hier, tree, chain",
+                        "allgather: hier, smem, bruck, ring", "reducescatter: smem, ring"})
+    EXPECT_NE(list.find(n), std::string::npos) << list;
+  for (const auto& e : dccl::tune::algo_table()) EXPECT_TRUE((e.flat != nullptr) != (e.hier != nullptr) || e.coll == Coll::SendRecv);
 }
