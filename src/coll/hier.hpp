@@ -13,7 +13,7 @@
 
 namespace dccl::coll {
 
-enum class SubColl { AllReduce, ReduceScatter, AllGather, Broadcast };
+enum class SubColl { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce };
 
 struct SubOp {
   SubColl coll = SubColl::AllReduce;
@@ -40,6 +40,9 @@ class Levels {
   virtual void cross(const SubOp& op) = 0;
   // buf[i] /= n on buf's memory (dcclAvg's last step).
   virtual void divide(void* buf, size_t count, dcclDataType_t dt, int n) = 0;
+  // Scratch of `bytes` in the same kind of memory as `like`, kept for later calls
+  // (valid until the next temp() call).
+  virtual void* temp(size_t bytes, const void* like) = 0;
 };
 
 // Below this many bytes an allreduce reduces on the host, then every local rank
@@ -49,6 +52,8 @@ constexpr size_t kHierShardBytes = 64u << 10;
 
 void allreduce_hier(Levels& lv, const SubOp& op);
 void broadcast_hier(Levels& lv, const SubOp& op);  // op.root: a rank of the whole communicator
-void allgather_hier(Levels& lv, const SubOp& op);  // needs blocked()
+void allgather_hier(Levels& lv, const SubOp& op);       // needs blocked()
+void reduce_scatter_hier(Levels& lv, const SubOp& op);  // needs blocked()
+void reduce_hier(Levels& lv, const SubOp& op);          // op.root: a rank of the whole communicator
 
 }  // namespace dccl::coll

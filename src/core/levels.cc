@@ -10,7 +10,23 @@ CommLevels::CommLevels(const tune::Topology& topo, int64_t timeout_ms, std::uniq
                        std::unique_ptr<Communicator> cross)
     : topo_(topo), timeout_ms_(timeout_ms), local_(std::move(local)), cross_(std::move(cross)) {}
 
-CommLevels::~CommLevels() = default;
+CommLevels::~CommLevels() {
+  for (Temp& t : temp_)
+    if (t.p) t.be->free(t.p);
+}
+
+void* CommLevels::temp(size_t bytes, const void* like) {
+  mem::Backend& be = mem::backend_of(like);
+  Temp& t = temp_[static_cast<int>(be.kind())];
+  if (t.bytes < bytes) {
+    if (t.p) t.be->free(t.p);
+    t = Temp{};
+    t.p = be.alloc(bytes);
+    t.be = &be;
+    t.bytes = bytes;
+  }
+  return t.p;
+}
 
 void CommLevels::run(Communicator& c, const coll::SubOp& s) {
   sched::Op op;
@@ -19,6 +35,7 @@ void CommLevels::run(Communicator& c, const coll::SubOp& s) {
     case coll::SubColl::ReduceScatter: op.coll = tune::Coll::ReduceScatter; break;
     case coll::SubColl::AllGather: op.coll = tune::Coll::AllGather; break;
     case coll::SubColl::Broadcast: op.coll = tune::Coll::Broadcast; break;
+    case coll::SubColl::Reduce: op.coll = tune::Coll::Reduce; break;
   }
   op.send = s.send;
   op.recv = s.recv;

@@ -6,6 +6,7 @@
 
 #include "coll/hier.hpp"
 #include "dccl/dccl.h"
+#include "mem/backend.hpp"
 #include "tune/topology.hpp"
 
 namespace dccl::core {
@@ -28,6 +29,7 @@ class CommLevels final : public coll::Levels {
   void local(const coll::SubOp& op) override;
   void cross(const coll::SubOp& op) override;
   void divide(void* buf, size_t count, dcclDataType_t dt, int n) override;
+  void* temp(size_t bytes, const void* like) override;
 
   void abort();
   // The sub-communicators' data-path counters (not their operation counts).
@@ -38,6 +40,11 @@ class CommLevels final : public coll::Levels {
   tune::Topology topo_;
   int64_t timeout_ms_;
   std::unique_ptr<Communicator> local_, cross_;
+  struct Temp {
+    mem::Backend* be = nullptr;
+    void* p = nullptr;
+    size_t bytes = 0;
+  } temp_[3];  // per memory kind (host, sim, cuda)
 };
 
 }  // namespace dccl::core

@@ -40,6 +40,8 @@ const std::vector<AlgoEntry>& algo_table() {
        "recursive halving-doubling"},
       {C::AllReduce, A::Ring, kNothing, 0, kAny, kAll, false, true, coll::allreduce_ring, nullptr, "pipelined ring"},
 
+      {C::Reduce, A::Hier, kLevels, 0, kAny, kAll, false, true, nullptr, coll::reduce_hier,
+       "on each host to the root's local rank, then across hosts"},
       {C::Reduce, A::Tree, kNothing, 0, 64 * KiB, kAll, false, true, coll::reduce_tree, nullptr, "binomial tree"},
       {C::Reduce, A::Chain, kNothing, 0, kAny, kAll, false, true, coll::reduce_chain, nullptr, "pipelined chain"},
 
@@ -59,6 +61,8 @@ const std::vector<AlgoEntry>& algo_table() {
       {C::AllGather, A::Bruck, kNothing, 0, 64 * KiB, kAll, true, true, coll::allgather_bruck, nullptr, "Bruck"},
       {C::AllGather, A::Ring, kNothing, 0, kAny, kAll, true, true, coll::allgather_ring, nullptr, "ring"},
 
+      {C::ReduceScatter, A::Hier, kLevels | kBlocked, 0, kAny, kAll, false, true, nullptr, coll::reduce_scatter_hier,
+       "host groups across hosts, then on the host"},
       {C::ReduceScatter, A::Smem, kChunks | kHostMem, 4 * MiB, kAny, kAll, false, true, coll::reduce_scatter_smem,
        nullptr, "chunked through the host's shared segment"},
       {C::ReduceScatter, A::Ring, kNothing, 0, kAny, kAll, false, true, coll::reduce_scatter_ring, nullptr, "ring"},

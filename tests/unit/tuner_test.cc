@@ -104,11 +104,14 @@ TEST(Tuner, HierarchyAcrossHosts) {
   EXPECT_EQ(pick(t, Coll::AllReduce, 64 * MiB, 8), Algo::Hier);
   EXPECT_EQ(pick(t, Coll::Broadcast, 8, 8), Algo::Hier);
   EXPECT_EQ(pick(t, Coll::AllGather, 1 * MiB, 8), Algo::Hier);
-  EXPECT_EQ(pick(t, Coll::ReduceScatter, 1 * MiB, 8), Algo::Ring);
-  EXPECT_EQ(pick(t, Coll::Reduce, 8, 8), Algo::Tree);
+  EXPECT_EQ(pick(t, Coll::ReduceScatter, 1 * MiB, 8), Algo::Hier);
+  EXPECT_EQ(pick(t, Coll::Reduce, 8, 8), Algo::Hier);
+  EXPECT_EQ(pick(t, Coll::AlltoAll, 1 * MiB, 8), Algo::Pairwise);
   t.set_levels(true, /*blocked=*/false);  // interleaved placement: no hierarchical allgather
   EXPECT_EQ(pick(t, Coll::AllGather, 1 * MiB, 8), Algo::Ring);
+  EXPECT_EQ(pick(t, Coll::ReduceScatter, 1 * MiB, 8), Algo::Ring);
   EXPECT_EQ(pick(t, Coll::AllReduce, 1 * MiB, 8), Algo::Hier);
+  EXPECT_EQ(pick(t, Coll::Reduce, 1 * MiB, 8), Algo::Hier);
   Tuner flat("allreduce:ring", 0, false);
   flat.set_levels(true, true);
   EXPECT_EQ(pick(flat, Coll::AllReduce, 1 * MiB, 8), Algo::Ring);
@@ -119,7 +122,8 @@ TEST(Tuner, HierarchyAcrossHosts) {
 TEST(Tuner, TableNamesEveryAlgorithm) {
   const std::string list = dccl::tune::algo_list_text();
   for (const char* n : {"allreduce: smem, smem_rs, hier, rd, rhd, ring", "broadcast: hier, tree, chain",
-                        "allgather: hier, smem, bruck, ring", "reducescatter: smem, ring"})
+                        "allgather: hier, smem, bruck, ring", "reducescatter: hier, smem, ring",
+                        "reduce: hier, tree, chain"})
     EXPECT_NE(list.find(n), std::string::npos) << list;
   for (const auto& e : dccl::tune::algo_table()) EXPECT_TRUE((e.flat != nullptr) != (e.hier != nullptr) || e.coll == Coll::SendRecv);
 }
