@@ -2,13 +2,19 @@
 // Hosts the job's rendezvous store, starts N ranks (each in its own process
 // group, so a rank's helpers die with it), prefixes their output with
 // "[rank] ", and ends the job as soon as one rank fails.
+// With --hosts the ranks run on emulated hosts (dccl-run/netns.hpp): each rank
+// enters its host's network namespace and a UTS namespace named after the host,
+// and the store listens in the job's switch namespace.
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -22,6 +28,7 @@
 #include "bootstrap/store.hpp"
 #include "bootstrap/unique_id.hpp"
 #include "dccl-run/lines.hpp"
+#include "dccl-run/netns.hpp"
 #include "dccl-run/options.hpp"
 
 extern char** environ;
@@ -46,11 +53,31 @@ struct Rank {
   bool signalled_by_us = false;
 };
 
+// Where a rank runs: its (emulated) host and its place there.
+struct Placement {
+  int local_rank = 0, local_size = 1;
+  int netns_fd = -1;     // emulated host's network namespace; -1: dccl-run's own
+  std::string hostname;  // its UTS name
+};
+
+std::vector<Placement> place_ranks(const dcclrun::RunOptions& o, const dcclrun::EmuNet* net) {
+  std::vector<Placement> out;
+  if (!net) {
+    for (int r = 0; r < o.nranks; ++r) out.push_back({r, o.nranks, -1, ""});
+    return out;
+  }
+  for (size_t h = 0; h < o.ranks_per_host.size(); ++h)
+    for (int k = 0; k < o.ranks_per_host[h]; ++k)
+      out.push_back({k, o.ranks_per_host[h], net->host_ns_fd(static_cast<int>(h)),
+                     dcclrun::EmuNet::hostname(static_cast<int>(h))});
+  return out;
+}
+
 // Every rank's environment: ours minus the keys we set, then DCCL_*, then --env.
-std::vector<std::string> rank_env(const dcclrun::RunOptions& o, int r, const std::string& id) {
+std::vector<std::string> rank_env(const dcclrun::RunOptions& o, int r, const Placement& p, const std::string& id) {
   std::vector<std::string> set = {
       "DCCL_RANK=" + std::to_string(r), "DCCL_WORLD_SIZE=" + std::to_string(o.nranks),
-      "DCCL_LOCAL_RANK=" + std::to_string(r), "DCCL_LOCAL_SIZE=" + std::to_string(o.nranks),
+      "DCCL_LOCAL_RANK=" + std::to_string(p.local_rank), "DCCL_LOCAL_SIZE=" + std::to_string(p.local_size),
       "DCCL_ID=" + id};
   set.insert(set.end(), o.env.begin(), o.env.end());
   std::vector<std::string> env;
@@ -89,7 +116,8 @@ void put_num(char* buf, size_t* len, long v) {
 
 class Job {
  public:
-  explicit Job(const dcclrun::RunOptions& o) : opt_(o), ranks_(static_cast<size_t>(o.nranks)) {}
+  Job(const dcclrun::RunOptions& o, std::vector<Placement> place)
+      : opt_(o), place_(std::move(place)), ranks_(static_cast<size_t>(o.nranks)) {}
   // Starts every rank; false (after saying why) when one cannot be started.
   bool start(const std::string& program, const std::string& id, const sigset_t& child_mask);
   int supervise(int sigfd);  // returns the job's exit code
@@ -108,6 +136,7 @@ class Job {
   void close_all();
 
   const dcclrun::RunOptions& opt_;
+  const std::vector<Placement> place_;
   std::vector<Rank> ranks_;
   int running_ = 0;
   int first_failed_ = -1, first_code_ = 0;
@@ -116,17 +145,45 @@ class Job {
   std::optional<Clock::time_point> kill_at_;
 };
 
+// The child's error path: "dccl-run: rank R: <what> (errno E)\n", built without allocating.
+struct ChildError {
+  char buf[512];
+  size_t head = 0;
+  void fail(const char* what, size_t what_len) {
+    size_t len = head;
+    what_len = std::min(what_len, sizeof buf - 40 - len);
+    std::memcpy(buf + len, what, what_len);
+    len += what_len;
+    const int e = errno;
+    std::memcpy(buf + len, " (errno ", 8);
+    len += 8;
+    put_num(buf, &len, e);
+    buf[len++] = ')';
+    buf[len++] = '\n';
+    ssize_t ignored = ::write(STDERR_FILENO, buf, len);
+    (void)ignored;
+    ::_exit(127);
+  }
+  template <size_t N>
+  void fail(const char (&what)[N]) {
+    fail(what, N - 1);
+  }
+};
+
 bool Job::start(const std::string& program, const std::string& id, const sigset_t& child_mask) {
+  const pid_t parent = ::getpid();
   for (int r = 0; r < opt_.nranks; ++r) {
     Rank& rk = ranks_[static_cast<size_t>(r)];
-    std::vector<std::string> env = rank_env(opt_, r, id);
+    const Placement& pl = place_[static_cast<size_t>(r)];
+    std::vector<std::string> env = rank_env(opt_, r, pl, id);
     std::vector<std::string> args = opt_.argv;
     std::vector<char*> envp = c_array(env), argv = c_array(args);
-    char errmsg[512];
-    size_t errlen = 0;
-    const std::string head = "dccl-run: rank " + std::to_string(r) + ": cannot execute " + program + " (errno ";
-    errlen = std::min(head.size(), sizeof errmsg - 32);
-    std::memcpy(errmsg, head.data(), errlen);
+    ChildError err;
+    const std::string head = "dccl-run: rank " + std::to_string(r) + ": ";
+    err.head = std::min(head.size(), sizeof err.buf / 2);
+    std::memcpy(err.buf, head.data(), err.head);
+    const std::string exec_fail = "cannot execute " + program;
+    const std::string setns_fail = "cannot enter the network namespace of emulated host " + pl.hostname;
     int p[2][2];
     if (::pipe2(p[0], O_CLOEXEC) != 0 || ::pipe2(p[1], O_CLOEXEC) != 0) {
       say(std::string("pipe: ") + std::strerror(errno));
@@ -147,14 +204,19 @@ bool Job::start(const std::string& program, const std::string& id, const sigset_
       ::dup2(p[1][1], STDERR_FILENO);
       const int devnull = ::open("/dev/null", O_RDONLY);
       if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
+      if (pl.netns_fd >= 0) {
+        // The emulated host: its network, its hostname (which decides "same host"
+        // for the shm provider and the shared segment). The rank dies with
+        // dccl-run, whose end removes the network under it anyway.
+        if (::setns(pl.netns_fd, CLONE_NEWNET) != 0) err.fail(setns_fail.data(), setns_fail.size());
+        if (::unshare(CLONE_NEWUTS) != 0) err.fail("cannot create a UTS namespace");
+        if (::sethostname(pl.hostname.data(), pl.hostname.size()) != 0) err.fail("cannot set the hostname");
+        if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) err.fail("cannot set PR_SET_PDEATHSIG");
+        if (::getppid() != parent) ::_exit(127);  // dccl-run died before the line above
+      }
       ::close_range(3, ~0U, 0);
       ::execve(program.c_str(), argv.data(), envp.data());
-      put_num(errmsg, &errlen, errno);
-      errmsg[errlen++] = ')';
-      errmsg[errlen++] = '\n';
-      ssize_t ignored = ::write(STDERR_FILENO, errmsg, errlen);
-      (void)ignored;
-      ::_exit(127);
+      err.fail(exec_fail.data(), exec_fail.size());
     }
     ::setpgid(pid, pid);  // also here, so signals never race the child's own setpgid
     ::close(p[0][1]);
@@ -330,6 +392,15 @@ int Job::supervise(int sigfd) {
   return 0;
 }
 
+// Whether the ranks log at INFO or TRACE (then dccl-run describes the emulated network).
+bool debug_info(const dcclrun::RunOptions& o) {
+  std::string level = std::getenv("DCCL_DEBUG") ? std::getenv("DCCL_DEBUG") : "";
+  for (const auto& kv : o.env)
+    if (kv.compare(0, 11, "DCCL_DEBUG=") == 0) level = kv.substr(11);
+  for (auto& c : level) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return level == "INFO" || level == "TRACE";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -367,10 +438,41 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  // Emulated hosts: built before the store, which listens in their switch.
+  std::unique_ptr<dcclrun::EmuNet> net;
+  if (!opt.ranks_per_host.empty()) {
+    const std::string own_path = std::getenv("PATH") ? std::getenv("PATH") : "/usr/sbin:/usr/bin:/sbin:/bin";
+    const std::string missing = dcclrun::emulation_unavailable(opt.rate_bps > 0, own_path);
+    if (!missing.empty()) {
+      say("--hosts " + missing);
+      return 1;
+    }
+    for (const auto& line : dcclrun::EmuNet::remove_stale(own_path, old_mask)) say("stale namespaces: " + line);
+    dcclrun::NetSpec spec;
+    spec.hosts = static_cast<int>(opt.ranks_per_host.size());
+    spec.rails = opt.rails;
+    spec.rate_bps = opt.rate_bps;
+    net = dcclrun::EmuNet::create(spec, own_path, old_mask, &why);
+    if (!net) {
+      say("--hosts: " + why);
+      return 1;
+    }
+    if (opt.keep_net) net->keep();
+    if (debug_info(opt)) say(net->summary());
+  }
+
   std::unique_ptr<dccl::boot::StoreServer> store;
   std::string id_hex;
+  auto start_store = [&] {
+    store = dccl::boot::StoreServer::start(net ? net->store_address() : "127.0.0.1", 0,
+                                           dccl::boot::random_secret());
+  };
   try {
-    store = dccl::boot::StoreServer::start("127.0.0.1", 0, dccl::boot::random_secret());
+    if (net && !net->in_switch(start_store, &why)) {
+      say("cannot start the rendezvous store: " + why);
+      return 1;
+    }
+    if (!net) start_store();
     dcclUniqueId uid;
     dccl::boot::encode_id(store->id(), &uid);
     id_hex = dccl::boot::id_to_hex(uid);
@@ -379,7 +481,7 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  Job job(opt);
+  Job job(opt, place_ranks(opt, net.get()));
   int rc;
   if (job.start(program, id_hex, old_mask)) {
     rc = job.supervise(sigfd);
@@ -389,6 +491,15 @@ int main(int argc, char** argv) {
     rc = 1;
   }
   store.reset();
+  if (net && opt.keep_net) {
+    std::string names = net->switch_ns();
+    for (size_t h = 0; h < opt.ranks_per_host.size(); ++h) names += " " + net->ns_name(static_cast<int>(h));
+    say("kept the emulated network (--keep-net): namespaces " + names +
+        "; the next dccl-run --hosts removes them, or run: for n in " + names + "; do ip netns del $n; done");
+  } else if (net) {
+    const std::string failed = net->remove();
+    if (!failed.empty()) say(failed);
+  }
   ::close(sigfd);
   return rc;
 }

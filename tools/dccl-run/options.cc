@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -29,17 +30,105 @@ bool executable_file(const std::string& p, std::string* why) {
   return true;
 }
 
+// Addresses are 198.18.<rail>.<host + 1>: both fit in one octet of 198.18.0.0/15.
+constexpr int kMaxHosts = 250;
+constexpr int kMaxRails = 16;
+
+bool parse_count(const std::string& s, long lo, long hi, long* out) {
+  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || s.size() > 6) return false;
+  *out = std::strtol(s.c_str(), nullptr, 10);
+  return *out >= lo && *out <= hi;
+}
+
 }  // namespace
+
+std::vector<int> place_ranks(const std::string& spec, int nranks, std::string* why) {
+  std::vector<int> per;
+  if (spec.find('+') == std::string::npos) {
+    long h = 0;
+    if (!parse_count(spec, 1, kMaxHosts, &h)) {
+      *why = "needs a number of hosts from 1 to " + std::to_string(kMaxHosts) + " or ranks per host (3+1)";
+      return {};
+    }
+    if (nranks == 0) {
+      *why = "needs -n N (or ranks per host, e.g. 2+2)";
+      return {};
+    }
+    if (nranks < h) {
+      *why = "every host runs at least one rank, but -n is " + std::to_string(nranks);
+      return {};
+    }
+    for (long i = 0; i < h; ++i) per.push_back(nranks / static_cast<int>(h) + (i < nranks % h ? 1 : 0));
+    return per;
+  }
+  long total = 0;
+  size_t start = 0;
+  for (;;) {
+    const size_t plus = spec.find('+', start);
+    const std::string part = spec.substr(start, plus == std::string::npos ? std::string::npos : plus - start);
+    long k = 0;
+    if (!parse_count(part, 1, 65536, &k)) {
+      *why = "'" + part + "' is not a number of ranks >= 1";
+      return {};
+    }
+    per.push_back(static_cast<int>(k));
+    total += k;
+    if (plus == std::string::npos) break;
+    start = plus + 1;
+  }
+  if (per.size() > static_cast<size_t>(kMaxHosts)) {
+    *why = "more than " + std::to_string(kMaxHosts) + " hosts";
+    return {};
+  }
+  if (total > 65536) {
+    *why = "more than 65536 ranks";
+    return {};
+  }
+  if (nranks != 0 && nranks != total) {
+    *why = "places " + std::to_string(total) + " ranks but -n is " + std::to_string(nranks);
+    return {};
+  }
+  return per;
+}
+
+uint64_t parse_rate(const std::string& text, std::string* why) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  std::string unit = end ? end : "";
+  for (auto& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  double mult = 0;
+  const char* units[] = {"bit", "kbit", "mbit", "gbit", "tbit", "bps", "kbps", "mbps", "gbps", "tbps"};
+  for (int i = 0; i < 10; ++i)
+    if (unit == units[i]) mult = std::pow(1000.0, i % 5) * (i < 5 ? 1 : 8);
+  if (end == text.c_str() || !std::isfinite(v) || v <= 0 || mult == 0) {
+    *why = "needs a number with a unit: bit, kbit, mbit, gbit, tbit (bits/s) or bps, kbps, mbps, gbps, "
+           "tbps (bytes/s), e.g. 1gbit";
+    return 0;
+  }
+  const double bps = v * mult;
+  if (bps < 1e5 || bps > 1e13) {
+    *why = "must be between 100kbit and 10tbit";
+    return 0;
+  }
+  return static_cast<uint64_t>(bps);
+}
 
 void print_run_usage(FILE* f) {
   std::fprintf(f,
       "usage: dccl-run -n N [--env K=V]... [--timeout SEC] [--] prog [args...]\n"
+      "       dccl-run --hosts H|A+B+... [-n N] [--rails R] [--rate RATE] [--keep-net] ...\n"
       "  Starts N local ranks of prog with DCCL_RANK, DCCL_WORLD_SIZE, DCCL_LOCAL_RANK,\n"
       "  DCCL_LOCAL_SIZE and DCCL_ID (the rendezvous store, hosted by dccl-run) set,\n"
       "  and prefixes each line they print with \"[rank] \".\n"
       "  -n, --np N        number of ranks (>= 1)\n"
       "  --env K=V         set K=V in every rank's environment (repeatable)\n"
       "  --timeout SEC     kill the job after SEC seconds and exit with 124\n"
+      "  --hosts H         emulate H hosts (root, iproute2): one network and UTS namespace\n"
+      "                    each, N ranks block-wise (the first N %% H hosts one more)\n"
+      "  --hosts A+B+...   A ranks on host 0, B on host 1, ...; -n defaults to the sum\n"
+      "  --rails R         R interfaces per emulated host, one bridge per rail (default 1)\n"
+      "  --rate RATE       shape every emulated link with tbf, both ways (e.g. 1gbit, 100mbit)\n"
+      "  --keep-net        leave the emulated network in place after the job (debugging)\n"
       "Exit status: 0, the first failing rank's status (128+signal when killed),\n"
       "124 on timeout, 2 on a usage error.\n");
 }
@@ -61,6 +150,8 @@ int parse_run_args(int argc, char** argv, RunOptions* opt, std::string* error) {
     out->assign(argv[++a]);
     return 1;
   };
+  std::string hosts, rails, rate;
+  bool emu_flag = false;  // --rails, --rate or --keep-net given
   for (; a < argc; ++a) {
     const std::string arg = argv[a];
     std::string v;
@@ -106,6 +197,19 @@ int parse_run_args(int argc, char** argv, RunOptions* opt, std::string* error) {
         return 2;
       }
       opt->timeout_s = t;
+    } else if ((m = value(arg, "--hosts", &v))) {
+      if (m == 2) return 2;
+      hosts = v;
+    } else if ((m = value(arg, "--rails", &v))) {
+      if (m == 2) return 2;
+      rails = v;
+      emu_flag = true;
+    } else if ((m = value(arg, "--rate", &v))) {
+      if (m == 2) return 2;
+      rate = v;
+      emu_flag = true;
+    } else if (arg == "--keep-net") {
+      opt->keep_net = emu_flag = true;
     } else if (arg.size() > 1 && arg[0] == '-') {
       *error = "unknown option '" + arg + "'";
       return 2;
@@ -114,6 +218,35 @@ int parse_run_args(int argc, char** argv, RunOptions* opt, std::string* error) {
     }
   }
   for (; a < argc; ++a) opt->argv.emplace_back(argv[a]);
+  if (hosts.empty() && emu_flag) {
+    *error = "--rails, --rate and --keep-net need --hosts";
+    return 2;
+  }
+  if (!hosts.empty()) {
+    std::string why;
+    opt->ranks_per_host = place_ranks(hosts, opt->nranks, &why);
+    if (opt->ranks_per_host.empty()) {
+      *error = "--hosts " + hosts + ": " + why;
+      return 2;
+    }
+    if (opt->nranks == 0)
+      for (int k : opt->ranks_per_host) opt->nranks += k;
+    if (!rails.empty()) {
+      char* end = nullptr;
+      errno = 0;
+      const long r = std::strtol(rails.c_str(), &end, 10);
+      if (*end || errno || r < 1 || r > kMaxRails) {
+        *error = "--rails needs a number of interfaces from 1 to " + std::to_string(kMaxRails) + ", got '" +
+                 rails + "'";
+        return 2;
+      }
+      opt->rails = static_cast<int>(r);
+    }
+    if (!rate.empty() && (opt->rate_bps = parse_rate(rate, &why)) == 0) {
+      *error = "--rate " + rate + ": " + why;
+      return 2;
+    }
+  }
   if (opt->nranks < 1) {
     *error = "the number of ranks is missing (-n N)";
     return 2;

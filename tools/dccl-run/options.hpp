@@ -1,5 +1,6 @@
 // dccl-run's command line.
 #pragma once
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -11,11 +12,23 @@ struct RunOptions {
   std::vector<std::string> env;  // K=V, applied after the DCCL_* variables
   double timeout_s = 0;          // 0: none
   std::vector<std::string> argv;  // program and its arguments
+  // Emulated hosts (--hosts): ranks per host, in rank order; empty = no emulation,
+  // every rank on this host as it is.
+  std::vector<int> ranks_per_host;
+  int rails = 1;           // --rails: interfaces per emulated host
+  uint64_t rate_bps = 0;   // --rate in bits per second; 0 = links not shaped
+  bool keep_net = false;   // --keep-net: leave the namespaces for inspection
 };
 
 // 0: run; 1: help printed; 2: usage error (message in *error).
 int parse_run_args(int argc, char** argv, RunOptions* opt, std::string* error);
 void print_run_usage(FILE* f);
+// --hosts: "H" (N ranks block-wise over H hosts, the first N % H hosts one more)
+// or "A+B+..." (ranks per host). nranks 0 = not given. Empty on error, *why says why.
+std::vector<int> place_ranks(const std::string& spec, int nranks, std::string* why);
+// --rate: a number with a unit, bit/kbit/mbit/gbit/tbit (bits per second) or
+// bps/kbps/mbps/gbps/tbps (bytes per second, as tc reads them). 0 on error.
+uint64_t parse_rate(const std::string& text, std::string* why);
 // The executable `prog` names: itself when it contains '/', else the first
 // match in `path` (a PATH value). Empty when there is none; *why says why.
 std::string resolve_program(const std::string& prog, const std::string& path, std::string* why);

@@ -1,0 +1,27 @@
+# Shared by the multihost test scripts (sourced, bash).
+# skip: exit 77 (ctest SKIP_RETURN_CODE) with the reason.
+skip() { echo "SKIPPED: $*"; exit 77; }
+fail() { echo "FAIL: $*"; exit 1; }
+
+# Emulated hosts need root, iproute2 and network namespaces.
+need_emulation() {
+  PATH=$PATH:/usr/sbin:/sbin
+  [ "$(id -u)" = 0 ] || skip "emulated hosts need root to create network namespaces (running as uid $(id -u))"
+  command -v ip >/dev/null || skip "emulated hosts need ip (iproute2), which is not installed"
+  command -v tc >/dev/null || skip "emulated hosts need tc (iproute2) for --rate, which is not installed"
+  local why
+  why=$(unshare --net true 2>&1) || skip "cannot create a network namespace here: ${why:-unshare --net failed}"
+}
+
+# The namespaces a dccl-run with pid $1 left behind (names, one a line).
+left_of() { ls /run/netns 2>/dev/null | grep "^dccl-$1-" || true; }
+
+# Waits up to $3 s until $2 files match the glob $1 (e.g. every rank started).
+wait_for() {
+  local i
+  for i in $(seq 1 $(($3 * 10))); do
+    [ "$(compgen -G "$1" | wc -l)" -ge "$2" ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
