@@ -266,7 +266,9 @@ void Job::reap() {
         first_failed_ = static_cast<int>(i);
         first_code_ = code;
         if (WIFEXITED(status)) say("rank " + std::to_string(i) + " exited with code " + std::to_string(code));
-        if (running_ > 0) {
+        if (running_ > 0 && opt_.keep_going) {
+          say("rank " + std::to_string(i) + " failed first; the others run on (--keep-going)");
+        } else if (running_ > 0) {
           say("rank " + std::to_string(i) + " failed first; terminating the other ranks");
           terminate();
         }

@@ -32,9 +32,15 @@ Ctx::~Ctx() {
   if (in_.scratch) in_.scratch->reset();
 }
 
+std::string Ctx::peer_name(int peer) const {
+  if (in_.peer_names && peer >= 0 && static_cast<size_t>(peer) < in_.peer_names->size())
+    return (*in_.peer_names)[static_cast<size_t>(peer)];
+  return "rank " + std::to_string(peer);
+}
+
 std::string Ctx::where(const Xfer& x) const {
-  return std::string(x.req.is_send ? "send to" : "receive from") + " rank " +
-         std::to_string(x.req.peer) + " (step " + std::to_string(x.req.tag & 0xffffffu) + ")";
+  return std::string(x.req.is_send ? "send to " : "receive from ") + peer_name(x.req.peer) + " (step " +
+         std::to_string(x.req.tag & 0xffffffu) + ")";
 }
 
 void Ctx::stop(dcclResult_t code, const std::string& what) const {
@@ -190,8 +196,8 @@ void Ctx::check_deadline(const char* what, int peer) {
   if (deadline_ == Clock::time_point{}) deadline_ = now + std::chrono::milliseconds(in_.timeout_ms);
   if (now > deadline_)
     stop(dcclTimeout, core::describe(in_.rank, name(),
-                                     "timed out after " + std::to_string(in_.timeout_ms / 1000) + " s waiting for rank " +
-                                         std::to_string(peer) + " (" + what + ")"));
+                                     "timed out after " + std::to_string(in_.timeout_ms / 1000) + " s waiting for " +
+                                         peer_name(peer) + " (" + what + ")"));
 }
 
 }  // namespace dccl::coll

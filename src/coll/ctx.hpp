@@ -47,6 +47,8 @@ struct Label {
 };
 
 struct CtxInit {
+  // How errors name peers ("rank 3 on node7"), by rank; null: "rank N".
+  const std::vector<std::string>* peer_names = nullptr;
   net::Transport* net = nullptr;
   mem::DataPath* path = nullptr;  // null: buffers are host memory, sent directly
   mem::Backend* backend = nullptr;  // memory of the operation's buffers
@@ -106,6 +108,7 @@ class Ctx {
   void start_deadline();
   // Throws (failed communicator, or timeout naming `what` from `peer`).
   void check_deadline(const char* what, int peer);
+  std::string peer_name(int peer) const;
   void check_failed() const;
 
  private:

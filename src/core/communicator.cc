@@ -28,6 +28,10 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   const std::string host_id = tune::host_identity(cfg_.host_id);
   topo_ = tune::make_topology(boot_->allgather(host_id), rank);
   if (rank == 0) DCCL_INFO("topology: %s", topo_.summary().c_str());
+  for (int r = 0; r < nranks; ++r) {
+    const std::string& h = topo_.names[static_cast<size_t>(topo_.host_of[static_cast<size_t>(r)])];
+    peer_names_.push_back("rank " + std::to_string(r) + " on " + h.substr(0, h.find('/')));
+  }
 
   net::TransportOptions to;
   to.host = host_id;
@@ -77,6 +81,7 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   res_.timeout_ms = cfg_.timeout_s * 1000;
   res_.check = cfg_.check;
   res_.smem = smem_.get();
+  res_.peer_names = &peer_names_;
   res_.failed = &failed_;
   res_.failure = &failure_;
   watchdog_ = std::make_unique<Watchdog>(id, rank, nranks, ns, *boot_, boot_mu_,
@@ -243,7 +248,11 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key) {
     int rank;
     ~RestoreLogRank() { log_set_rank(rank); }
   } restore{rank_};
-  return std::make_unique<Communicator>(id, new_n, new_rank, std::move(server), "");
+  auto child = std::make_unique<Communicator>(id, new_n, new_rank, std::move(server), "");
+  std::vector<std::string> names;
+  for (const auto& m : members) names.push_back(peer_names_[static_cast<size_t>(m.second)]);
+  child->set_peer_names(std::move(names));
+  return child;
 }
 
 uint64_t Communicator::next_p2p_tag(int peer, bool is_send) {
@@ -309,10 +318,17 @@ void Communicator::run_ticket(uint64_t ticket, std::span<const sched::Op> ops) {
   try {
     sched::execute(res_, ops);
   } catch (const Error& e) {
-    if (!failed_.load() && (e.code() == dcclRemoteError || e.code() == dcclSystemError)) {
+    // A timeout waiting for a rank of this host usually means that rank is itself
+    // stuck on one further away (a host lost across the network): it times out
+    // about now and names the cause, so wait for that rather than blame it.
+    const std::string& me = peer_names_[static_cast<size_t>(rank_)];
+    const std::string here = me.substr(me.find(" on ")) + " (";
+    const bool echo_timeout = e.code() == dcclTimeout && topo_.nhosts() > 1 &&
+                              std::string(e.what()).find(here) != std::string::npos;
+    if (!failed_.load() && (e.code() == dcclRemoteError || e.code() == dcclSystemError || echo_timeout)) {
       // A transport error here is often the echo of another rank's failure (its
       // peers cancel or vanish): give the watcher a moment to bring the root cause.
-      auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+      auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(echo_timeout ? 1500 : 300);
       while (!failed_.load() && std::chrono::steady_clock::now() < until)
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }

@@ -43,6 +43,9 @@ class Communicator {
   // communicator has a store of its own, hosted by its rank 0, so it outlives
   // this one.
   std::unique_ptr<Communicator> split(int color, int key);
+  // How errors name each rank ("rank 3 on node7"); split() gives a child its
+  // members' names here, so that errors name ranks as the application knows them.
+  void set_peer_names(std::vector<std::string> names) { peer_names_ = std::move(names); }
 
   uint64_t next_seq() { return seq_.fetch_add(1, std::memory_order_relaxed); }
   uint64_t next_p2p_tag(int peer, bool is_send);
@@ -73,6 +76,7 @@ class Communicator {
   int rank_, nranks_;
   std::string provider_;
   tune::Topology topo_;
+  std::vector<std::string> peer_names_;
   uint64_t splits_ = 0;  // split() calls so far: names each split's keys
   std::unique_ptr<boot::Bootstrap> boot_;
   std::mutex boot_mu_;

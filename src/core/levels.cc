@@ -1,6 +1,7 @@
 #include "core/levels.hpp"
 
 #include "core/communicator.hpp"
+#include "core/error.hpp"
 #include "core/log.hpp"
 #include "mem/backend.hpp"
 
@@ -48,7 +49,12 @@ void CommLevels::run(Communicator& c, const coll::SubOp& s) {
     int rank;
     ~RestoreLogRank() { log_set_rank(rank); }
   } restore{topo_.rank};
-  c.submit_one(op, nullptr);
+  try {
+    c.submit_one(op, nullptr);
+  } catch (const Error& e) {
+    throw Error(e.code(), std::string(&c == local_.get() ? "intra-host " : "cross-host ") + tune::coll_name(op.coll) +
+                              " step failed: " + e.what());
+  }
 }
 
 void CommLevels::local(const coll::SubOp& op) { run(*local_, op); }

@@ -44,6 +44,7 @@ coll::CtxInit base_init(Resources& res, const Op& op, coll::Label name) {
   in.failure = res.failure;
   in.failure_code = &res.failure_code;
   in.smem = res.smem;
+  in.peer_names = res.peer_names;
   return in;
 }
 
@@ -92,7 +93,13 @@ void execute(Resources& res, std::span<const Op> ops) {
       if (!res.levels) core::raise(dcclInternalError, std::string("no sub-communicators for hierarchical ") + tune::coll_name(op.coll));
       DCCL_TRACE("%s #%llu hier: %zu x %s", tune::coll_name(op.coll), static_cast<unsigned long long>(op.seq), op.count,
                  core::dtype_name(op.dt));
-      ch.entry->hier(*res.levels, coll::SubOp{coll::SubColl::AllReduce, op.send, op.recv, op.count, op.dt, op.op, op.root});
+      try {
+        ch.entry->hier(*res.levels, coll::SubOp{coll::SubColl::AllReduce, op.send, op.recv, op.count, op.dt, op.op, op.root});
+      } catch (const core::Error& e) {
+        throw core::Error(e.code(), core::describe(res.rank, std::string(tune::coll_name(op.coll)) + " #" +
+                                                                 std::to_string(op.seq) + " (hier)",
+                                                   e.what()));
+      }
       account(res, op, op.count * core::dtype_size(op.dt));
       continue;
     }

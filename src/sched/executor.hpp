@@ -30,6 +30,7 @@ struct Resources {
   bool check = false;  // DCCL_CHECK
   net::ShmSegment* smem = nullptr;
   coll::Levels* levels = nullptr;  // sub-communicators for hierarchical algorithms, if any
+  const std::vector<std::string>* peer_names = nullptr;  // how errors name each rank
   const std::atomic<bool>* failed = nullptr;  // see coll::CtxInit
   const std::string* failure = nullptr;
   dcclResult_t failure_code = dcclRemoteError;

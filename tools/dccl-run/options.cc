@@ -115,7 +115,7 @@ uint64_t parse_rate(const std::string& text, std::string* why) {
 
 void print_run_usage(FILE* f) {
   std::fprintf(f,
-      "usage: dccl-run -n N [--env K=V]... [--timeout SEC] [--] prog [args...]\n"
+      "usage: dccl-run -n N [--env K=V]... [--timeout SEC] [--keep-going] [--] prog [args...]\n"
       "       dccl-run --hosts H|A+B+... [-n N] [--rails R] [--rate RATE] [--keep-net] ...\n"
       "  Starts N local ranks of prog with DCCL_RANK, DCCL_WORLD_SIZE, DCCL_LOCAL_RANK,\n"
       "  DCCL_LOCAL_SIZE and DCCL_ID (the rendezvous store, hosted by dccl-run) set,\n"
@@ -129,6 +129,8 @@ void print_run_usage(FILE* f) {
       "  --rails R         R interfaces per emulated host, one bridge per rail (default 1)\n"
       "  --rate RATE       shape every emulated link with tbf, both ways (e.g. 1gbit, 100mbit)\n"
       "  --keep-net        leave the emulated network in place after the job (debugging)\n"
+      "  --keep-going      when a rank fails, let the others run to their own end (or\n"
+      "                    --timeout) instead of ending them (fault tests)\n"
       "Exit status: 0, the first failing rank's status (128+signal when killed),\n"
       "124 on timeout, 2 on a usage error.\n");
 }
@@ -210,6 +212,8 @@ int parse_run_args(int argc, char** argv, RunOptions* opt, std::string* error) {
       emu_flag = true;
     } else if (arg == "--keep-net") {
       opt->keep_net = emu_flag = true;
+    } else if (arg == "--keep-going") {
+      opt->keep_going = true;
     } else if (arg.size() > 1 && arg[0] == '-') {
       *error = "unknown option '" + arg + "'";
       return 2;

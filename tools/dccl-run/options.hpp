@@ -18,6 +18,7 @@ struct RunOptions {
   int rails = 1;           // --rails: interfaces per emulated host
   uint64_t rate_bps = 0;   // --rate in bits per second; 0 = links not shaped
   bool keep_net = false;   // --keep-net: leave the namespaces for inspection
+  bool keep_going = false; // --keep-going: a failed rank does not end the others
 };
 
 // 0: run; 1: help printed; 2: usage error (message in *error).

@@ -1,0 +1,62 @@
+#!/bin/bash
+# Failures across emulated hosts: every survivor fails within its bound, naming
+# the lost ranks and their host.
+# usage: faults.sh MODE TRIALS DCCL_RUN HOST_FAULT
+#   kill      kill -9 of rank 3 (host 1 of 2, 2 ranks each) during 1 MiB allreduces;
+#             survivors (ranks 0-2) fail within 3 s
+#   linkdown  host 1's interface taken down (ip link set eth0 down in its namespace);
+#             ranks 0 and 1 fail within DCCL_TIMEOUT_S (5 s) + 3 s
+# Exit 77 (skipped) where hosts cannot be emulated.
+. "$(dirname "$0")/lib.sh"
+need_emulation
+mode=$1 trials=$2 run=$3 prog=$4
+timeout_s=5
+case $mode in
+  kill) survivors="0 1 2" lost="3" bound_ms=3000 ;;
+  linkdown) survivors="0 1" lost="2|3" bound_ms=$((timeout_s * 1000 + 3000)) ;;
+  *) fail "unknown mode $mode" ;;
+esac
+now_ms() { date +%s%3N; }
+worst=0 passed=0
+for t in $(seq 1 "$trials"); do
+  dir=$(mktemp -d)
+  "$run" --hosts 2 -n 4 --keep-going --timeout 90 --env DCCL_TIMEOUT_S=$timeout_s "$prog" "$dir" > "$dir/log" 2>&1 &
+  pid=$!
+  if ! wait_for "$dir/ready.*" 4 60; then
+    kill -TERM $pid; wait $pid
+    cat "$dir/log"; fail "trial $t: the ranks did not start within 60 s"
+  fi
+  sleep 0.$((RANDOM % 5))
+  if [ "$mode" = kill ]; then
+    kill -KILL "$(cat "$dir/pid.3")"
+  else
+    ip netns exec "dccl-$pid-h1" ip link set eth0 down || fail "trial $t: could not take host 1's link down"
+  fi
+  t0=$(now_ms)
+  wait $pid
+  ok=1 tw=0
+  for r in $survivors; do
+    f=$dir/result.$r
+    if [ ! -s "$f" ]; then
+      echo "  rank $r: no failure recorded"; ok=0; continue
+    fi
+    read -r t1 text < "$f"
+    ms=$((t1 - t0))
+    [ $ms -gt $tw ] && tw=$ms
+    names_rank=0 names_host=0
+    echo "$text" | grep -Eq "rank ($lost)\b" && names_rank=1
+    echo "$text" | grep -q "dccl-h1" && names_host=1
+    echo "  rank $r: failed after $ms ms: $text"
+    if [ $ms -gt $bound_ms ] || [ $names_rank = 0 ] || [ $names_host = 0 ]; then ok=0; fi
+  done
+  [ $tw -gt $worst ] && worst=$tw
+  if [ $ok = 1 ]; then
+    passed=$((passed + 1)); echo "trial $t: ok (worst $tw ms)"
+  else
+    echo "trial $t: FAILED"; sed -n '1,40p' "$dir/log"
+  fi
+  [ -z "$(left_of $pid)" ] || fail "trial $t: namespaces left: $(left_of $pid)"
+  rm -rf "$dir"
+done
+echo "$mode: $passed/$trials trials passed; worst detection $worst ms (bound $bound_ms ms)"
+[ $passed = "$trials" ]
