@@ -62,7 +62,8 @@ struct Bootstrap::Impl {
   std::unique_ptr<StoreServer> server;  // declared first: destroyed after the connection
   int rank = 0;
   std::chrono::milliseconds timeout{0};
-  std::string ns, where;
+  std::string ns, where, store_host;
+  bool peer_closed = false;  // the store closed or reset the connection
   net::Fd fd;
   net::Fd wake;                         // eventfd: readable once interrupt() was called
   std::atomic<bool> interrupted{false};  // the only state interrupt() touches, with `wake`
@@ -91,7 +92,11 @@ struct Bootstrap::Impl {
   Wait plain_wait() const { return {deadline_after(timeout), timeout, false}; }
 
   void connect(const UniqueIdData& id, Clock::time_point dl);
-  void handshake(const UniqueIdData& id, int nranks, const Wait& w);
+  // True when welcomed; false (with *retry_why) when the store asks us to come
+  // back (busy) or closed the connection before answering; throws when refused.
+  bool handshake(const wire::Hello& hello, const Wait& w, std::string* retry_why);
+  // connect + handshake until welcomed or the deadline.
+  void join(const UniqueIdData& id, const wire::Hello& hello, const Wait& w);
   // Polls fd for `events` until ready (true) or the deadline (false); throws
   // when interrupted (if w.interruptible) or when poll fails.
   bool wait_fd(short events, const Wait& w, const std::string& op, const std::string& what, bool breaks);
@@ -137,6 +142,7 @@ void Bootstrap::Impl::connect(const UniqueIdData& id, Clock::time_point dl) {
     }
     if (err == 0) {
       net::set_nodelay(s.get());
+      net::set_keepalive(s.get());
       fd = std::move(s);
       DCCL_TRACE("rank %d: connected to the bootstrap store at %s after %d attempt(s)", rank,
                  where.c_str(), attempts);
@@ -155,24 +161,68 @@ void Bootstrap::Impl::connect(const UniqueIdData& id, Clock::time_point dl) {
                             "); is the root rank running, and is the address (DCCL_SOCKET_IFNAME) right?");
 }
 
-void Bootstrap::Impl::handshake(const UniqueIdData& id, int nranks, const Wait& w) {
+bool Bootstrap::Impl::handshake(const wire::Hello& hello, const Wait& w, std::string* retry_why) {
   const std::string op = "bootstrap connect";
   std::string out;
-  wire::append_hello(out, id.secret, rank, nranks);
+  wire::append_hello(out, hello);
   wire::Frame f;
+  peer_closed = false;
   try {
     send_all(out, w, op);
     f = recv_frame(w, op, "the store's answer to HELLO");
   } catch (const core::Error& e) {
-    if (e.code() != dcclRemoteError) throw;
-    core::raise(e.code(), std::string(e.what()) +
-                              " before answering HELLO (connection limit reached, or not a DirectCCL store?)");
+    if (e.code() != dcclRemoteError || !peer_closed) throw;
+    *retry_why = "the store closed the connection before answering HELLO (connection limits, or not a "
+                 "DirectCCL store?)";
+    return false;
   }
-  if (f.type == FrameType::Refused)
+  if (f.type == FrameType::Refused) {
+    const std::string_view why = f.value;
+    if (why.starts_with(wire::kBusy)) {
+      *retry_why = "busy: " + std::string(why.substr(wire::kBusy.size()));
+      return false;
+    }
+    if (why.starts_with(wire::kConflict))
+      fail(dcclInvalidUsage, op, "the store at " + where + " refused this rank: " +
+                                     std::string(why.substr(wire::kConflict.size())));
     fail(dcclRemoteError, op, "the store at " + where + " refused the connection: " + f.value);
+  }
   if (f.type != FrameType::Welcome)
     fail(dcclRemoteError, op, std::string("protocol error: the store at ") + where + " answered HELLO with " +
                                   wire::type_name(f.type));
+  store_host = f.value;
+  return true;
+}
+
+void Bootstrap::Impl::join(const UniqueIdData& id, const wire::Hello& hello, const Wait& w) {
+  auto backoff = std::chrono::milliseconds(10);
+  int attempts = 0;
+  std::string why;  // why the store turned us away last time
+  auto give_up = [&] {
+    fail(dcclTimeout, "bootstrap connect",
+         "the store at " + where + " did not admit this rank within " + ms_text(timeout) + " (" +
+             std::to_string(attempts) + " attempts; last: " + why + ")");
+  };
+  for (;;) {
+    try {
+      connect(id, w.dl);
+    } catch (const core::Error& e) {
+      if (e.code() != dcclTimeout || why.empty()) throw;
+      give_up();
+    }
+    ++attempts;
+    if (handshake(hello, w, &why)) return;
+    DCCL_TRACE("rank %d: the store at %s turned us away (%s); trying again", rank, where.c_str(), why.c_str());
+    fd.reset();
+    in.clear();
+    in_off = 0;
+    broken_code = dcclSuccess;
+    broken_why.clear();
+    const auto left = w.dl - Clock::now();
+    if (left > Clock::duration::zero()) std::this_thread::sleep_for(std::min<Clock::duration>(backoff, left));
+    if (Clock::now() >= w.dl) give_up();
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(500));
+  }
 }
 
 bool Bootstrap::Impl::wait_fd(short events, const Wait& w, const std::string& op, const std::string& what,
@@ -210,8 +260,10 @@ void Bootstrap::Impl::send_all(const std::string& buf, const Wait& w, const std:
                                   " (it is not reading)");
       continue;
     }
-    if (e == EPIPE || e == ECONNRESET)
+    if (e == EPIPE || e == ECONNRESET) {
+      peer_closed = true;
       fail(dcclRemoteError, op, "the store at " + where + " closed the connection (" + net::errno_text(e) + ")");
+    }
     fail(dcclSystemError, op, "send to the store at " + where + ": " + net::errno_text(e));
   }
 }
@@ -249,10 +301,15 @@ wire::Frame Bootstrap::Impl::recv_frame(const Wait& w, const std::string& op,
     const int e = errno;
     in.resize(old + (got > 0 ? static_cast<size_t>(got) : 0));
     if (got > 0) continue;
-    if (got == 0) fail(dcclRemoteError, op, "the store at " + where + " closed the connection");
+    if (got == 0) {
+      peer_closed = true;
+      fail(dcclRemoteError, op, "the store at " + where + " closed the connection");
+    }
     if (e == EINTR || e == EAGAIN || e == EWOULDBLOCK) continue;
-    if (e == ECONNRESET)
+    if (e == ECONNRESET) {
+      peer_closed = true;
       fail(dcclRemoteError, op, "the store at " + where + " reset the connection");
+    }
     fail(dcclSystemError, op, "recv from the store at " + where + ": " + net::errno_text(e));
   }
 }
@@ -288,6 +345,9 @@ void Bootstrap::Impl::exchange(const std::string& out, std::unordered_map<uint64
         if (it->second.dest != nullptr) fail(dcclRemoteError, op, "protocol error: OK for a GET");
         break;
       case FrameType::Error:
+        if (std::string_view(f.value).starts_with(wire::kConflict))  // the namespace failed: final
+          fail(dcclInvalidUsage, op, "the store at " + where + " failed every rank: " +
+                                         f.value.substr(wire::kConflict.size()));
         fail(dcclRemoteError, op, "the store at " + where + " rejected " + it->second.label + ": " + f.value,
              false);
       default:
@@ -332,7 +392,7 @@ std::vector<std::string> Bootstrap::Impl::allgather(const std::string& mine, int
 }
 
 Bootstrap::Bootstrap(const UniqueIdData& id, int rank, int nranks, std::chrono::milliseconds timeout,
-                     std::unique_ptr<StoreServer> server, std::string ns)
+                     std::unique_ptr<StoreServer> server, std::string ns, Role role)
     : impl_(std::make_unique<Impl>()), rank_(rank), nranks_(nranks) {
   impl_->server = std::move(server);
   impl_->rank = rank;
@@ -343,12 +403,28 @@ Bootstrap::Bootstrap(const UniqueIdData& id, int rank, int nranks, std::chrono::
                 "rank " + std::to_string(rank) + " / nranks " + std::to_string(nranks) + " is out of range");
   if (timeout.count() <= 0)
     impl_->fail(dcclInvalidArgument, "bootstrap connect", "timeout must be positive");
+  if (impl_->ns.size() > wire::kMaxNamespace)
+    impl_->fail(dcclInvalidArgument, "bootstrap connect",
+                "key namespace of " + std::to_string(impl_->ns.size()) + " bytes exceeds " +
+                    std::to_string(wire::kMaxNamespace));
+  if (impl_->server) impl_->server->set_host_rank(rank);
+  wire::Hello hello;
+  hello.secret = id.secret;
+  hello.rank = rank;
+  hello.nranks = nranks;
+  hello.flags = role == Role::Watch ? wire::kHelloWatch : 0;
+  hello.pid = static_cast<uint32_t>(getpid());
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  hello.host = std::string(host).substr(0, wire::kMaxHostName);
+  hello.ns = impl_->ns;
   impl_->wake = net::Fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!impl_->wake) impl_->fail(dcclSystemError, "bootstrap connect", "eventfd: " + net::errno_text(errno));
-  const Wait w = impl_->plain_wait();
-  impl_->connect(id, w.dl);
-  impl_->handshake(id, nranks, w);
+  impl_->join(id, hello, impl_->plain_wait());
 }
+
+const std::string& Bootstrap::store_host() const { return impl_->store_host; }
+const std::string& Bootstrap::store_address() const { return impl_->where; }
 
 Bootstrap::~Bootstrap() {
   if (impl_) impl_->fd.reset();  // close our connection before stopping a server we own

@@ -12,13 +12,21 @@ namespace dccl::boot {
 
 class Bootstrap {
  public:
-  // Connects to the store in `id` (retrying until `timeout`), presents the
-  // secret and announces (rank, nranks). If `server` is given (rank 0), this
-  // object owns it. Throws core::Error naming rank and cause:
-  // dcclTimeout when the store is unreachable in time, dcclRemoteError when refused.
-  // `ns` prefixes every key, so several communicators can share one store.
+  // Rank: the rank's own connection, which claims (ns, rank). Watch: a second
+  // connection of a rank that holds its claim already (the failure watcher).
+  enum class Role { Rank, Watch };
+
+  // Connects to the store in `id` (retrying until `timeout`, also when the store
+  // is busy or drops the connection before answering), presents the secret and
+  // claims (ns, rank, nranks). If `server` is given (rank 0), this object owns it
+  // and tells it which rank hosts it. Throws core::Error naming rank and cause:
+  // dcclTimeout when the store is unreachable in time, dcclInvalidUsage when the
+  // store refuses the claim (the rank is held by a live process, or the world
+  // size differs; the message names both claims), dcclRemoteError when refused
+  // otherwise (wrong secret). `ns` (at most 256 bytes) prefixes every key, so
+  // several communicators can share one store; claims are per namespace.
   Bootstrap(const UniqueIdData& id, int rank, int nranks, std::chrono::milliseconds timeout,
-            std::unique_ptr<StoreServer> server = nullptr, std::string ns = "");
+            std::unique_ptr<StoreServer> server = nullptr, std::string ns = "", Role role = Role::Rank);
 
   // Does not hand a lease back: a held lease fires when the connection closes,
   // as it would if the process died. Call unlease() first on a graceful exit.
@@ -52,6 +60,11 @@ class Bootstrap {
 
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
+  // Who hosts the store, as its WELCOME said: "rank 0 (pid P on H)", or "pid P on H"
+  // for a store that no rank hosts (dccl-run, or a dcclGetUniqueId caller).
+  const std::string& store_host() const;
+  // "host:port" of the store.
+  const std::string& store_address() const;
 
  private:
   struct Impl;

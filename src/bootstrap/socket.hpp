@@ -60,6 +60,9 @@ std::string default_bind_host();
 
 void set_nonblocking(int fd);
 void set_nodelay(int fd);
+// TCP keepalive probes after 10 s of silence, every 3 s, 3 unanswered end it:
+// a peer whose host vanished (no FIN) is noticed within about 20 s.
+void set_keepalive(int fd);
 
 // Milliseconds left until `deadline`, rounded up, for poll(); 0 when past.
 int ms_until(Clock::time_point deadline);

@@ -55,24 +55,46 @@ void Server::process(uint64_t cid, Conn& c) {
 void Server::handle(uint64_t cid, Conn& c, wire::Frame& f) {
   if (!c.authed) {  // the type was checked in process()
     std::string refusal;
+    bool conflict = false;
     if (f.version != wire::kProtocolVersion)
       refusal = "protocol version " + std::to_string(f.version) + " (the store speaks " +
                 std::to_string(wire::kProtocolVersion) + ")";
     else if (!secrets_equal(f.secret, id_.secret))
       refusal = "wrong job secret: the client's unique id belongs to another job";
+    else if (nauthed_ >= lim_.max_connections)
+      refusal = std::string(wire::kBusy) + "too many connections: " + std::to_string(nauthed_) +
+                " authenticated connections open (the limit)";
+    else if (!(refusal = claim(cid, c, f)).empty())
+      conflict = true;
     if (!refusal.empty()) {
       wire::append_refused(c.out, refusal);
       flush(c);
       ::shutdown(c.fd.get(), SHUT_WR);
-      kill(c, "refused rank " + std::to_string(f.rank) + ": " + refusal, true);
+      const std::string claimant = "rank " + std::to_string(f.rank) + "/" + std::to_string(f.nranks);
+      if (conflict)
+        DCCL_WARN_LIMITED(log_, "%s: refused %s from %s: %s", where_.c_str(), claimant.c_str(), c.peer.c_str(),
+                          refusal.c_str());
+      else
+        DCCL_WARN_LIMITED(unauth_log_, "%s: refused %s from %s: %s", where_.c_str(), claimant.c_str(),
+                          c.peer.c_str(), refusal.c_str());
+      kill(c, "refused: " + refusal, false);
       return;
     }
     c.authed = true;
-    c.rank = f.rank;
-    c.nranks = f.nranks;
-    wire::append_welcome(c.out);
+    if (c.pending) {
+      c.pending = false;
+      --npending_;
+    }
+    ++nauthed_;
+    wire::append_welcome(c.out, welcome_text());
     mark(cid, c);
     DCCL_TRACE("%s: %s joined", where_.c_str(), who(c).c_str());
+    return;
+  }
+  auto sp = spaces_.find(c.ns);
+  if (sp != spaces_.end() && !sp->second.failed.empty() && f.type != FrameType::Unlease) {
+    wire::append_error(c.out, f.req, sp->second.failed);
+    mark(cid, c);
     return;
   }
   switch (f.type) {
@@ -115,6 +137,94 @@ void Server::handle(uint64_t cid, Conn& c, wire::Frame& f) {
       break;
     default:
       kill(c, std::string("unexpected ") + wire::type_name(f.type) + " frame from a client", true);
+  }
+}
+
+std::string Server::claim_text(const Conn& c) const {
+  std::string t = "pid " + std::to_string(c.pid) + " on " + (c.host.empty() ? "?" : c.host) + ", " + c.peer;
+  const auto age = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - c.since).count();
+  if (c.authed) t += ", connected " + std::to_string(age / 1000) + "." + std::to_string(age % 1000 / 100) + " s ago";
+  return t;
+}
+
+std::string Server::welcome_text() {
+  std::lock_guard<std::mutex> lk(label_mu_);
+  return host_label_.empty() ? self_ : host_label_;
+}
+
+std::string Server::claim(uint64_t cid, Conn& c, const wire::Frame& f) {
+  c.ns = f.ns;
+  c.host = f.host;
+  c.pid = f.pid;
+  c.rank = f.rank;
+  c.nranks = f.nranks;
+  const bool watch = (f.flags & wire::kHelloWatch) != 0;
+  Space& sp = spaces_[f.ns];
+  const std::string in_ns = f.ns.empty() ? "" : " in namespace '" + f.ns + "'";
+  const std::string me = "rank " + std::to_string(f.rank) + " (" + claim_text(c) + ")";
+  std::string why;
+  if (!sp.failed.empty()) {
+    why = sp.failed;
+  } else if (sp.members > 0 && sp.nranks != f.nranks) {
+    why = std::string(wire::kConflict) + "world size mismatch" + in_ns + ": " + me + " says " +
+          std::to_string(f.nranks) + " ranks, but " + sp.nranks_by + " says " + std::to_string(sp.nranks) +
+          "; every rank must be given the same world size";
+  } else if (auto h = sp.holders.find(f.rank); !watch && h != sp.holders.end()) {
+    auto o = conns_.find(h->second);
+    why = std::string(wire::kConflict) + "rank " + std::to_string(f.rank) + in_ns + " claimed twice: held by " +
+          (o == conns_.end() ? std::string("a connection") : claim_text(o->second)) + ", and now claimed by " +
+          claim_text(c) + "; two processes were given the same rank";
+  }
+  if (!why.empty()) {
+    if (sp.failed.empty() && !sp.formed) fail_space(f.ns, sp, why);
+    else if (sp.members == 0 && sp.failed.empty()) spaces_.erase(f.ns);
+    return why;
+  }
+  if (sp.members++ == 0) {
+    sp.nranks = f.nranks;
+    sp.nranks_by = me;
+  }
+  if (!watch) {
+    c.claims = true;
+    sp.holders[f.rank] = cid;
+    if (!sp.formed && sp.holders.size() == static_cast<size_t>(sp.nranks)) {
+      sp.formed = true;
+      DCCL_TRACE("%s: all %d ranks%s joined", where_.c_str(), sp.nranks, in_ns.c_str());
+    }
+  }
+  return "";
+}
+
+void Server::release_claim(uint64_t cid, Conn& c) {
+  auto it = spaces_.find(c.ns);
+  if (it == spaces_.end()) return;
+  Space& sp = it->second;
+  if (c.claims) {
+    auto h = sp.holders.find(c.rank);
+    if (h != sp.holders.end() && h->second == cid) sp.holders.erase(h);
+  }
+  if (--sp.members == 0 && sp.failed.empty()) spaces_.erase(it);  // a failed one stays, for late joiners
+}
+
+void Server::fail_space(const std::string& ns, Space& sp, const std::string& why) {
+  sp.failed = why;
+  const std::string of = ns.empty() ? "" : " of namespace '" + ns + "'";
+  DCCL_WARN("%s: failing every rank%s: %s", where_.c_str(), of.c_str(), why.c_str());
+  for (auto& [id, o] : conns_) {
+    if (!o.authed || o.dead || o.ns != ns) continue;
+    for (auto& [key, cnt] : o.parked_keys) {
+      auto w = waiting_.find(key);
+      if (w == waiting_.end()) continue;
+      std::erase_if(w->second, [&, cid = id](const Waiter& x) {
+        if (x.conn != cid) return false;
+        wire::append_error(o.out, x.req, why);
+        return true;
+      });
+      if (w->second.empty()) waiting_.erase(w);
+    }
+    o.parked_keys.clear();
+    o.parked = 0;
+    mark(id, o);
   }
 }
 
@@ -197,6 +307,8 @@ std::unique_ptr<StoreServer> StoreServer::start(const std::string& host, uint16_
                                                 const std::array<uint8_t, 16>& secret,
                                                 const StoreLimits& limits) {
   const std::string op = "start bootstrap store";
+  // The secret file published for this store goes when the store goes, or now if it cannot start.
+  std::unique_ptr<SecretFile> file = adopt_secret_file(secret, port);
   const std::string h = host.empty() ? net::default_bind_host() : host;
   net::SockAddr a;
   std::string why;
@@ -224,7 +336,9 @@ std::unique_ptr<StoreServer> StoreServer::start(const std::string& host, uint16_
   id.secret = secret;
   DCCL_INFO("bootstrap store listening on %s (advertised as %s:%u)", net::addr_to_string(bound).c_str(),
             id.host.c_str(), static_cast<unsigned>(id.port));
-  return std::make_unique<detail::Server>(std::move(s), std::move(wake), std::move(id), limits);
+  auto server = std::make_unique<detail::Server>(std::move(s), std::move(wake), std::move(id), limits);
+  server->adopt(std::move(file));
+  return server;
 }
 
 }  // namespace dccl::boot

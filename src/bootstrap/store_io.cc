@@ -47,6 +47,7 @@ void Server::loop() {
       }
     }
     if (listen_ && !poll_listen) timeout = timeout < 0 ? 100 : std::min(timeout, 100);
+    timeout = timeout < 0 ? 1000 : std::min(timeout, 1000);  // reports suppressed warnings within a second
     if (draining_) timeout = timeout < 0 ? 20 : std::min(timeout, 20);
 
     int n = ::poll(pfds.data(), pfds.size(), timeout);
@@ -73,32 +74,49 @@ void Server::loop() {
       if (re & (POLLIN | POLLHUP | POLLERR)) read_conn(it->first, it->second);
       if ((re & POLLOUT) && !it->second.dead) flush(it->second);
     }
-    for (uint64_t id : dirty_) {
-      auto it = conns_.find(id);
-      if (it == conns_.end()) continue;
-      it->second.dirty = false;
-      if (!it->second.dead) flush(it->second);
+    settle(Clock::now());
+    if (poll_listen && listen_ && (pfds[1].revents & POLLIN)) {
+      accept_all();
+      settle(Clock::now());
     }
-    dirty_.clear();
-    now = Clock::now();
-    ids.clear();
-    for (auto& [id, c] : conns_) {
-      if (!c.authed && !c.dead && now >= c.hello_deadline)
-        kill(c, "no HELLO within " + std::to_string(lim_.hello_timeout.count()) + " ms", true);
-      if (c.dead) ids.push_back(id);
-    }
-    for (uint64_t id : ids) close_conn(id);
-    if (poll_listen && listen_ && (pfds[1].revents & POLLIN)) accept_all();
-    if (draining_ && drained(now)) return;
+    if (const uint64_t n = unauth_log_.take_suppressed())
+      DCCL_WARN("%s: %llu more warnings about unauthenticated connections suppressed", where_.c_str(),
+                static_cast<unsigned long long>(n));
+    if (draining_ && drained(Clock::now())) return;
+  }
+}
+
+void Server::settle(Clock::time_point now) {
+  for (uint64_t id : dirty_) {
+    auto it = conns_.find(id);
+    if (it == conns_.end()) continue;
+    it->second.dirty = false;
+    if (!it->second.dead) flush(it->second);
+  }
+  dirty_.clear();
+  std::vector<uint64_t> ids;
+  for (auto& [id, c] : conns_) {
+    if (!c.authed && !c.dead && now >= c.hello_deadline)
+      kill(c, "no HELLO within " + std::to_string(lim_.hello_timeout.count()) + " ms", true);
+    if (c.dead) ids.push_back(id);
+  }
+  for (uint64_t id : ids) close_conn(id);
+  if (dropped_ > 0) {
+    DCCL_WARN_LIMITED(unauth_log_,
+                      "%s: closed %llu unauthenticated connection(s), the oldest first, to admit new ones: "
+                      "more than %zu connections have not presented HELLO (a flood, or a port scan?)",
+                      where_.c_str(), static_cast<unsigned long long>(dropped_), lim_.max_pending);
+    dropped_ = 0;
   }
 }
 
 // Ends the drain when nobody is connected, when every connection has been idle
-// for 100 ms (no parked GET, nothing to send or parse), or at drain_timeout.
+// for 100 ms (no parked GET but a failure watcher's, nothing to send or parse),
+// or at drain_timeout.
 bool Server::drained(Clock::time_point now) {
   if (conns_.empty() || now - drain_start_ >= lim_.drain_timeout) return true;
   for (auto& [id, c] : conns_)
-    if (!c.idle()) {
+    if (!c.idle() && !(c.authed && !c.claims && c.out_off == c.out.size())) {  // a watcher's GET waits for ever
       idle_seen_ = false;
       return false;
     }
@@ -109,39 +127,59 @@ bool Server::drained(Clock::time_point now) {
   return now - idle_since_ >= std::chrono::milliseconds(100);
 }
 
+// Accepts what is waiting (a bounded number per turn) and reads each new
+// connection at once: a rank's HELLO is usually there already, so a rank is
+// authenticated before any flood of silent connections can push it out.
 void Server::accept_all() {
-  for (;;) {
+  for (int n = 0; n < 256; ++n) {
     net::SockAddr a;
     a.len = sizeof(a.ss);
     int fd = ::accept4(listen_.get(), a.sa(), &a.len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNABORTED) return;
-      DCCL_WARN("%s: accept failed: %s; pausing accepts for 100 ms", where_.c_str(),
-                net::errno_text(errno).c_str());
+      if ((errno == EMFILE || errno == ENFILE) && drop_oldest_pending()) continue;  // make room
+      DCCL_WARN_LIMITED(unauth_log_, "%s: accept failed: %s; pausing accepts for 100 ms", where_.c_str(),
+                        net::errno_text(errno).c_str());
       listen_pause_until_ = Clock::now() + std::chrono::milliseconds(100);
       return;
     }
-    net::Fd f(fd);
-    std::string peer = net::addr_to_string(a);
-    if (conns_.size() >= lim_.max_connections) {
-      std::string why = std::to_string(conns_.size()) + " connections already open (the limit)";
-      DCCL_WARN("%s: refusing connection from %s: %s", where_.c_str(), peer.c_str(), why.c_str());
-      std::string out;
-      wire::append_refused(out, "too many connections: " + why);
-      (void)!::send(fd, out.data(), out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-      ::shutdown(fd, SHUT_WR);
-      while (::recv(fd, buf_.data(), buf_.size(), MSG_DONTWAIT) > 0) {
-      }  // drop what already arrived, so that closing sends FIN rather than RST
-      continue;  // f closes it
-    }
     net::set_nodelay(fd);
-    Conn& c = conns_[next_conn_++];
-    c.fd = std::move(f);
-    c.peer = std::move(peer);
-    c.hello_deadline = Clock::now() + lim_.hello_timeout;
+    net::set_keepalive(fd);
+    const uint64_t cid = next_conn_++;
+    Conn& c = conns_[cid];
+    c.fd = net::Fd(fd);
+    c.peer = net::addr_to_string(a);
+    c.since = Clock::now();
+    c.hello_deadline = c.since + lim_.hello_timeout;
+    c.pending = true;
+    ++npending_;
+    pending_.push_back(cid);
     DCCL_TRACE("%s: connection from %s", where_.c_str(), c.peer.c_str());
+    read_conn(cid, c);
+    if (c.dead) close_conn(cid);
+    enforce_pending_cap();
   }
+}
+
+void Server::enforce_pending_cap() {
+  while (npending_ > lim_.max_pending && drop_oldest_pending()) {
+  }
+}
+
+bool Server::drop_oldest_pending() {
+  while (!pending_.empty()) {
+    const uint64_t id = pending_.front();
+    pending_.pop_front();
+    auto it = conns_.find(id);
+    if (it == conns_.end() || !it->second.pending) continue;  // gone, or authenticated since
+    kill(it->second, "dropped: the oldest of more than " + std::to_string(lim_.max_pending) +
+                         " connections waiting to present HELLO", false);
+    close_conn(id);
+    ++dropped_;
+    return true;
+  }
+  return false;
 }
 
 void Server::read_conn(uint64_t cid, Conn& c) {
@@ -201,8 +239,11 @@ void Server::close_conn(uint64_t cid, bool shutdown) {
     std::erase_if(w->second, [cid](const Waiter& x) { return x.conn == cid; });
     if (w->second.empty()) waiting_.erase(w);
   }
-  if (c.dead && c.warn)
-    DCCL_WARN("%s: closing connection from %s: %s", where_.c_str(), who(c).c_str(), c.why.c_str());
+  if (c.dead && c.warn && c.authed)
+    DCCL_WARN_LIMITED(log_, "%s: closing connection from %s: %s", where_.c_str(), who(c).c_str(), c.why.c_str());
+  else if (c.dead && c.warn)
+    DCCL_WARN_LIMITED(unauth_log_, "%s: closing unauthenticated connection from %s: %s", where_.c_str(),
+                      c.peer.c_str(), c.why.c_str());
   else
     DCCL_TRACE("%s: closing connection from %s: %s", where_.c_str(), who(c).c_str(),
                c.dead ? c.why.c_str() : "store shutting down");
@@ -211,7 +252,20 @@ void Server::close_conn(uint64_t cid, bool shutdown) {
     c.leased = false;
     if (!shutdown) fire_lease(c);
   }
+  if (c.pending) --npending_;
+  if (c.authed) {
+    --nauthed_;
+    release_claim(cid, c);
+  }
   conns_.erase(it);
+  if (pending_.size() > 4 * (npending_ + 16)) {  // drop ids of connections long gone
+    std::deque<uint64_t> keep;
+    for (uint64_t id : pending_) {
+      auto p = conns_.find(id);
+      if (p != conns_.end() && p->second.pending) keep.push_back(id);
+    }
+    pending_.swap(keep);
+  }
 }
 
 

@@ -15,8 +15,8 @@ struct Bounds {
 // Payload bounds per type; false for an unknown type byte.
 bool bounds_of(uint8_t type, Bounds* b) {
   switch (static_cast<FrameType>(type)) {
-    case FrameType::Hello: *b = {kHelloPayload, kHelloPayload}; return true;
-    case FrameType::Welcome: *b = {4, 4}; return true;
+    case FrameType::Hello: *b = {kHelloV1Payload, kHelloMaxPayload}; return true;
+    case FrameType::Welcome: *b = {4, 4 + kMaxReason}; return true;
     case FrameType::Refused: *b = {0, kMaxReason}; return true;
     case FrameType::Set:
     case FrameType::Lease: *b = {12, 12 + kMaxKey + kMaxValue}; return true;
@@ -34,11 +34,16 @@ uint32_t get_u32(const uint8_t* p) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
 }
 uint64_t get_u64(const uint8_t* p) { return (uint64_t{get_u32(p)} << 32) | get_u32(p + 4); }
+uint16_t get_u16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
 
 void put_u32(std::string& out, uint32_t v) {
   char b[4] = {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
                static_cast<char>(v)};
   out.append(b, 4);
+}
+void put_u16(std::string& out, uint16_t v) {
+  out.push_back(static_cast<char>(v >> 8));
+  out.push_back(static_cast<char>(v));
 }
 void put_u64(std::string& out, uint64_t v) {
   put_u32(out, static_cast<uint32_t>(v >> 32));
@@ -126,7 +131,7 @@ ParseResult parse_frame(const uint8_t* data, size_t size) {
   f.type = ft;
   auto rest = [&](const uint8_t* from) { return std::string(reinterpret_cast<const char*>(from), end - from); };
   switch (ft) {
-    case FrameType::Hello:
+    case FrameType::Hello: {
       f.version = get_u32(p);
       std::memcpy(f.secret.data(), p + 4, 16);
       f.rank = static_cast<int32_t>(get_u32(p + 20));
@@ -135,8 +140,27 @@ ParseResult parse_frame(const uint8_t* data, size_t size) {
       if (f.rank < 0 || f.rank >= f.nranks)
         return malformed("HELLO rank " + std::to_string(f.rank) + " outside [0, " +
                          std::to_string(f.nranks) + ")");
+      if (f.version == 1) {
+        if (payload != kHelloV1Payload) return malformed("version-1 HELLO payload of " + std::to_string(payload) + " bytes");
+        break;
+      }
+      if (payload < kHelloMinPayload) return malformed("HELLO payload of " + std::to_string(payload) + " bytes is too short");
+      f.flags = get_u32(p + 28);
+      f.pid = get_u32(p + 32);
+      const size_t nslen = get_u16(p + 36);
+      const size_t avail = payload - kHelloMinPayload;
+      if (nslen > kMaxNamespace) return malformed("HELLO namespace of " + std::to_string(nslen) + " bytes");
+      if (nslen > avail) return malformed("HELLO namespace length exceeds the frame");
+      if (avail - nslen > kMaxHostName) return malformed("HELLO host name over " + std::to_string(kMaxHostName) + " bytes");
+      f.ns.assign(reinterpret_cast<const char*>(p + kHelloMinPayload), nslen);
+      f.host = rest(p + kHelloMinPayload + nslen);
       break;
-    case FrameType::Welcome: f.version = get_u32(p); break;
+    }
+    case FrameType::Welcome:
+      f.version = get_u32(p);
+      if (f.version == 1 && payload != 4) return malformed("version-1 WELCOME with text");
+      f.value = rest(p + 4);
+      break;
     case FrameType::Refused: f.value = rest(p); break;
     case FrameType::Set:
     case FrameType::Lease: {
@@ -170,18 +194,41 @@ ParseResult parse_frame(const uint8_t* data, size_t size) {
   return r;
 }
 
-void append_hello(std::string& out, const std::array<uint8_t, 16>& secret, int32_t rank,
-                  int32_t nranks, uint32_t version) {
-  put_header(out, FrameType::Hello, kHelloPayload);
-  put_u32(out, version);
-  out.append(reinterpret_cast<const char*>(secret.data()), secret.size());
-  put_u32(out, static_cast<uint32_t>(rank));
-  put_u32(out, static_cast<uint32_t>(nranks));
+void append_hello(std::string& out, const Hello& h) {
+  const bool v1 = h.version == 1;
+  if (!v1) {
+    check_len("namespace", h.ns.size(), kMaxNamespace);
+    check_len("host name", h.host.size(), kMaxHostName);
+  }
+  put_header(out, FrameType::Hello, v1 ? kHelloV1Payload : kHelloMinPayload + h.ns.size() + h.host.size());
+  put_u32(out, h.version);
+  out.append(reinterpret_cast<const char*>(h.secret.data()), h.secret.size());
+  put_u32(out, static_cast<uint32_t>(h.rank));
+  put_u32(out, static_cast<uint32_t>(h.nranks));
+  if (v1) return;
+  put_u32(out, h.flags);
+  put_u32(out, h.pid);
+  put_u16(out, static_cast<uint16_t>(h.ns.size()));
+  out.append(h.ns);
+  out.append(h.host);
 }
 
-void append_welcome(std::string& out) {
-  put_header(out, FrameType::Welcome, 4);
-  put_u32(out, kProtocolVersion);
+void append_hello(std::string& out, const std::array<uint8_t, 16>& secret, int32_t rank,
+                  int32_t nranks, uint32_t version) {
+  Hello h;
+  h.secret = secret;
+  h.rank = rank;
+  h.nranks = nranks;
+  h.version = version;
+  append_hello(out, h);
+}
+
+void append_welcome(std::string& out, std::string_view host, uint32_t version) {
+  if (version == 1) host = {};
+  host = host.substr(0, kMaxReason);
+  put_header(out, FrameType::Welcome, 4 + host.size());
+  put_u32(out, version);
+  out.append(host);
 }
 
 void append_refused(std::string& out, std::string_view reason) {

@@ -2,8 +2,9 @@
 //
 // Every frame: u32 length (big-endian; counts the type byte and the payload),
 // u8 type, payload. All integers are big-endian. Payloads:
-//   HELLO   c->s  u32 version, secret[16], i32 rank, i32 nranks   (first frame, exactly once)
-//   WELCOME s->c  u32 version                                     (HELLO accepted)
+//   HELLO   c->s  u32 version, secret[16], i32 rank, i32 nranks,  (first frame, exactly once)
+//                 u32 flags, u32 pid, u16 nslen, namespace, host name (the rest)
+//   WELCOME s->c  u32 version, who hosts the store (text)         (HELLO accepted)
 //   REFUSED s->c  reason text                                     (then the server closes)
 //   SET     c->s  u64 req, u32 keylen, key, value                 (answered by OK or ERROR)
 //   GET     c->s  u64 req, key                                    (answered by VALUE when the key exists)
@@ -30,12 +31,22 @@
 
 namespace dccl::boot::wire {
 
-inline constexpr uint32_t kProtocolVersion = 1;
+inline constexpr uint32_t kProtocolVersion = 2;
 inline constexpr size_t kHeaderBytes = 5;  // u32 length + u8 type
 inline constexpr size_t kMaxKey = 1024;
 inline constexpr size_t kMaxValue = 16u << 20;
 inline constexpr size_t kMaxReason = 1024;
-inline constexpr size_t kHelloPayload = 4 + 16 + 4 + 4;
+inline constexpr size_t kHelloV1Payload = 4 + 16 + 4 + 4;
+inline constexpr size_t kMaxNamespace = 256;
+inline constexpr size_t kMaxHostName = 64;
+inline constexpr size_t kHelloMinPayload = kHelloV1Payload + 4 + 4 + 2;  // version 2, empty strings
+inline constexpr size_t kHelloMaxPayload = kHelloMinPayload + kMaxNamespace + kMaxHostName;
+// HELLO flags. Watch: a second connection of a rank that already holds its claim
+// (the failure watcher); it is checked against the namespace's world size but
+// claims nothing.
+inline constexpr uint32_t kHelloWatch = 1;
+inline constexpr std::string_view kBusy = "busy: ";
+inline constexpr std::string_view kConflict = "conflict: ";
 // Largest legal value of the length field: type byte + SET's payload at its bounds.
 inline constexpr size_t kMaxFrameLen = 1 + 8 + 4 + kMaxKey + kMaxValue;
 
@@ -61,8 +72,19 @@ struct Frame {
   uint32_t version = 0;              // HELLO WELCOME
   std::array<uint8_t, 16> secret{};  // HELLO
   int32_t rank = 0, nranks = 0;      // HELLO (0 <= rank < nranks)
+  uint32_t flags = 0, pid = 0;       // HELLO (version 2)
+  std::string ns, host;              // HELLO (version 2): key namespace, client's host name
   std::string key;                   // SET GET DEL LEASE
-  std::string value;                 // SET VALUE LEASE; the reason for REFUSED and ERROR
+  std::string value;                 // SET VALUE LEASE; the reason for REFUSED and ERROR; WELCOME's text
+};
+
+// What a client says in HELLO.
+struct Hello {
+  std::array<uint8_t, 16> secret{};
+  int32_t rank = 0, nranks = 1;
+  uint32_t flags = 0, pid = 0;
+  std::string ns, host;  // at most kMaxNamespace and kMaxHostName bytes
+  uint32_t version = kProtocolVersion;  // 1 writes the version-1 layout (no flags, pid or strings)
 };
 
 enum class ParseStatus { NeedMore, Ok, Malformed };
@@ -83,9 +105,12 @@ ParseResult parse_frame(const uint8_t* data, size_t size);
 
 // Encoders append one frame to `out`. Keys, values and reasons over their bounds
 // throw core::Error(dcclInvalidArgument) (reasons are truncated instead).
+void append_hello(std::string& out, const Hello& h);
+// A HELLO with an empty namespace and host name, pid 0 and no flags.
 void append_hello(std::string& out, const std::array<uint8_t, 16>& secret, int32_t rank,
                   int32_t nranks, uint32_t version = kProtocolVersion);
-void append_welcome(std::string& out);
+// `host` (truncated to kMaxReason) says who hosts the store; version 1 carries none.
+void append_welcome(std::string& out, std::string_view host = {}, uint32_t version = kProtocolVersion);
 void append_refused(std::string& out, std::string_view reason);
 void append_set(std::string& out, uint64_t req, std::string_view key, std::string_view value);
 void append_get(std::string& out, uint64_t req, std::string_view key);

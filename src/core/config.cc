@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/log.hpp"
 #include "tune/algo_table.hpp"
 
 namespace dccl::core {
@@ -49,11 +50,62 @@ bool parse_bool(const std::string& text, const char* what) {
 }
 
 namespace {
+
+constexpr ConfigRange kRanges[] = {
+#define R(name, lo, hi) {name, static_cast<int64_t>(lo), static_cast<uint64_t>(hi)},
+    DCCL_CONFIG_RANGES(R)
+#undef R
+};
+
+// "1G" for whole binary multiples, else the number.
+std::string bound_text(uint64_t v, bool bytes) {
+  if (bytes && v > 0) {
+    static const char* const units[] = {"T", "G", "M", "K"};
+    for (int i = 0; i < 4; ++i) {
+      const uint64_t unit = uint64_t{1} << (10 * (4 - i));
+      if (v % unit == 0) return std::to_string(v / unit) + units[i];
+    }
+  }
+  return std::to_string(v);
+}
+
+std::string range_text(const ConfigRange& r, bool bytes) {
+  const std::string lo = r.min < 0 ? std::to_string(r.min) : bound_text(static_cast<uint64_t>(r.min), bytes);
+  std::string t = lo + " to " + bound_text(r.max, bytes);
+  if (std::string(r.name) == "DCCL_TIMEOUT_S") t += " (one year)";
+  return t;
+}
+
+[[noreturn]] void out_of_range(const char* name, const std::string& text, const ConfigRange& r, bool bytes) {
+  raise(dcclInvalidArgument, std::string(name) + "=" + text + " is out of range: allowed " + range_text(r, bytes));
+}
+
+void check_range(int64_t v, const char* name, const std::string& text) {
+  const ConfigRange* r = config_range(name);
+  if (r && (v < r->min || (v >= 0 && static_cast<uint64_t>(v) > r->max))) out_of_range(name, text, *r, false);
+}
+void check_range(uint64_t v, const char* name, const std::string& text) {
+  const ConfigRange* r = config_range(name);
+  if (r && ((r->min > 0 && v < static_cast<uint64_t>(r->min)) || v > r->max)) out_of_range(name, text, *r, true);
+}
+
 void assign(std::string& f, const std::string& v, const char*) { f = v; }
-void assign(int64_t& f, const std::string& v, const char* n) { f = parse_int(v, n); }
-void assign(uint64_t& f, const std::string& v, const char* n) { f = parse_bytes(v, n); }
+void assign(int64_t& f, const std::string& v, const char* n) {
+  f = parse_int(v, n);
+  check_range(f, n, v);
+}
+void assign(uint64_t& f, const std::string& v, const char* n) {
+  f = parse_bytes(v, n);
+  check_range(f, n, v);
+}
 void assign(bool& f, const std::string& v, const char* n) { f = parse_bool(v, n); }
 }  // namespace
+
+const ConfigRange* config_range(const std::string& name) {
+  for (const ConfigRange& r : kRanges)
+    if (name == r.name) return &r;
+  return nullptr;
+}
 
 Config load_config() {
   Config c;
@@ -67,9 +119,8 @@ Config load_config() {
   if (c.provider.empty()) {
     if (const char* fp = getenv("FI_PROVIDER")) c.provider = fp;
   }
-  if (c.timeout_s <= 0) raise(dcclInvalidArgument, "DCCL_TIMEOUT_S must be positive");
-  if (c.staging_slots < 2) raise(dcclInvalidArgument, "DCCL_STAGING_SLOTS must be at least 2");
-  if (c.staging_slot_bytes < 4096) raise(dcclInvalidArgument, "DCCL_STAGING_SLOT_BYTES must be at least 4K");
+  if (!valid_log_level(c.debug))
+    raise(dcclInvalidArgument, "DCCL_DEBUG=" + c.debug + " is not a log level: use NONE, WARN, INFO or TRACE");
   return c;
 }
 
@@ -101,8 +152,16 @@ const std::vector<ConfigEntry>& config_entries() {
         DCCL_CONFIG_TABLE(X)
 #undef X
     };
-    for (ConfigEntry& e : v)
+    static std::vector<std::string> helps;  // the numeric settings' help with their range
+    helps.reserve(v.size());
+    for (ConfigEntry& e : v) {
       if (std::string(e.name) == "DCCL_ALGO") e.help = algo_help.c_str();
+      const ConfigRange* r = config_range(e.name);
+      if (r && (e.type == ConfigType::Int || e.type == ConfigType::Bytes)) {
+        helps.push_back(std::string(e.help) + "; range " + range_text(*r, e.type == ConfigType::Bytes));
+        e.help = helps.back().c_str();
+      }
+    }
     return v;
   }();
   return entries;

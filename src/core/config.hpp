@@ -14,8 +14,17 @@ struct ConfigEntry {
   const char* name;
   ConfigType type;
   const char* def;
-  const char* help;
+  const char* help;  // for Int and Bytes settings, ends with the range
 };
+
+// The values an Int or Bytes setting accepts (config_table.hpp's DCCL_CONFIG_RANGES).
+struct ConfigRange {
+  const char* name;
+  int64_t min;
+  uint64_t max;
+};
+// Null when the setting has no range (a Str or Bool setting, or a table omission).
+const ConfigRange* config_range(const std::string& name);
 
 struct Config {
 #define DCCL_CFG_FIELD_Str std::string
@@ -27,7 +36,8 @@ struct Config {
 #undef X
 };
 
-// Read from the environment once per call; throws Error(dcclInvalidArgument) on a bad value.
+// Read from the environment once per call; throws Error(dcclInvalidArgument) on a
+// bad value (unparsable, outside its range, an unknown DCCL_DEBUG level), naming the setting.
 Config load_config();
 // Process-wide snapshot taken on first use.
 const Config& config();

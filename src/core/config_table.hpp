@@ -1,5 +1,7 @@
 // The one table of DCCL_* settings: X(field, env name, type, default, help).
 // dccl-info --env and docs/env.md are generated from it. Types: Str, Int, Bytes, Bool.
+// Every Int and Bytes setting has a range in DCCL_CONFIG_RANGES below: load_config
+// refuses a value outside it, naming the setting (config_test checks that none lacks one).
 #pragma once
 
 #define DCCL_CONFIG_TABLE(X)                                                                      \
@@ -25,4 +27,22 @@
   X(world_size, "DCCL_WORLD_SIZE", Int, "-1", "Number of ranks (dcclCommInitFromEnv)")           \
   X(addr, "DCCL_ADDR", Str, "", "Rendezvous host:port served by rank 0 (dcclCommInitFromEnv)")   \
   X(id, "DCCL_ID", Str, "", "Serialised unique id in hex, as dccl-run hands it out")             \
-  X(secret, "DCCL_SECRET", Str, "", "Job secret (32 hex digits) when the rendezvous comes from DCCL_ADDR or launcher variables")
+  X(secret, "DCCL_SECRET", Str, "", "Job secret (32 hex digits, the same on every rank) when the rendezvous comes from DCCL_ADDR or launcher variables; required when the ranks span several hosts. Unset on one host: rank 0 makes a random one and the others read it from a file only this user can read") \
+  X(insecure, "DCCL_INSECURE", Bool, "0", "1: without DCCL_SECRET across hosts, derive the job secret from the rendezvous address and job variables, so that any process that can reach the address can join the job (logged as a warning on every rank)")
+
+// R(env name, smallest, largest) for every Int and Bytes setting. Bounds keep the
+// arithmetic done with the values (deadlines, segment and buffer sizes, tags) from
+// overflowing; they are printed in the settings' help.
+#define DCCL_CONFIG_RANGES(R)                                     \
+  R("DCCL_TIMEOUT_S", 1, 31536000) /* one year */                 \
+  R("DCCL_CHUNK_BYTES", 0, 1ULL << 30)                            \
+  R("DCCL_NET_STRIPE_BYTES", 0, 1ULL << 30)                       \
+  R("DCCL_STAGING_SLOT_BYTES", 4096, 1ULL << 30)                  \
+  R("DCCL_STAGING_SLOTS", 2, 1024)                                \
+  R("DCCL_REG_CACHE_BYTES", 0, 16ULL << 40)                       \
+  R("DCCL_SMEM_BYTES", 0, 256ULL << 20)                           \
+  R("DCCL_SMEM_CHUNK_BYTES", 0, 256ULL << 20)                     \
+  R("DCCL_RXM_EAGER_BYTES", 0, 64ULL << 20)                       \
+  R("DCCL_SPIN_US", 0, 10000000)                                  \
+  R("DCCL_RANK", -1, 16777215)                                    \
+  R("DCCL_WORLD_SIZE", -1, 16777216)

@@ -1,11 +1,15 @@
 #include "core/env_init.hpp"
 
 #include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <netdb.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
+#include "bootstrap/secret_file.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -19,14 +23,66 @@ const char* env(const char* n) {
   return v && *v ? v : nullptr;
 }
 
+// The largest world size: tags carry a rank in 24 bits.
+constexpr int64_t kMaxRanks = int64_t{1} << 24;
+
+int64_t parse_count(const char* text, const char* var) {
+  const int64_t v = parse_int(text, var);
+  if (v < -1 || v > kMaxRanks)
+    raise(dcclInvalidArgument, std::string(var) + "=" + text + " is out of range: allowed -1 to " +
+                                   std::to_string(kMaxRanks));
+  return v;
+}
+
 bool pick(const char* rank_var, const char* size_var, const char* name, EnvJob* job) {
   const char* r = env(rank_var);
   const char* s = env(size_var);
   if (!r || !s) return false;
-  job->rank = static_cast<int>(parse_int(r, rank_var));
-  job->nranks = static_cast<int>(parse_int(s, size_var));
+  job->rank = static_cast<int>(parse_count(r, rank_var));
+  job->nranks = static_cast<int>(parse_count(s, size_var));
   job->source = name;
   return true;
+}
+
+// How many dcclCommInitFromEnv calls of this process got their job (their key
+// namespace is numbered the same way): keys the secret file.
+std::atomic<int> g_jobs{0};
+
+// Numeric IPv4 `host` is an address of this machine (loopback included).
+bool local_address(const std::string& host) {
+  in_addr a{};
+  if (inet_pton(AF_INET, host.c_str(), &a) != 1) return false;
+  if ((ntohl(a.s_addr) >> 24) == 127) return true;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return false;
+  bool found = false;
+  for (ifaddrs* i = list; i && !found; i = i->ifa_next)
+    found = i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+            reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr == a.s_addr;
+  freeifaddrs(list);
+  return found;
+}
+
+// Why the job's ranks may be on several hosts ("" when all are on this one, as
+// far as the address and the launcher tell).
+std::string spans_hosts(const EnvJob& job, const std::string& host, const std::string& addr) {
+  if (!local_address(host)) return "the rendezvous address " + addr + " is not an address of this host";
+  auto differs = [&](const char* local_var, const char* size_var) -> std::string {
+    const char* l = env(local_var);
+    if (!l || parse_int(l, local_var) == job.nranks) return "";
+    return std::string(local_var) + "=" + l + " differs from the world size " + std::to_string(job.nranks) +
+           (env(size_var) ? std::string(" (") + size_var + ")" : std::string()) + ": the ranks span several nodes";
+  };
+  if (job.source == "torchrun") return differs("LOCAL_WORLD_SIZE", "WORLD_SIZE");
+  if (job.source == "Open MPI") return differs("OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_COMM_WORLD_SIZE");
+  if (job.source == "MPICH/PMI") return differs("MPI_LOCALNRANKS", "PMI_SIZE");
+  if (job.source == "Slurm")
+    for (const char* v : {"SLURM_STEP_NUM_NODES", "SLURM_NNODES", "SLURM_JOB_NUM_NODES"})
+      if (const char* n = env(v)) {
+        if (parse_int(n, v) > 1) return std::string(v) + "=" + n + ": the job spans several nodes";
+        break;
+      }
+  return "";
 }
 
 std::string numeric_host(const std::string& host) {
@@ -41,7 +97,8 @@ std::string numeric_host(const std::string& host) {
   return buf;
 }
 
-// Not secret: every rank must derive the same value from what the launcher shares.
+// Not secret: every rank derives the same value from what the launcher shares,
+// and so can anyone who knows the address (DCCL_INSECURE=1 only).
 std::array<uint8_t, 16> derived_secret(const std::string& seed) {
   std::array<uint8_t, 16> out{};
   uint64_t h1 = 1469598103934665603ULL, h2 = 0x9e3779b97f4a7c15ULL;
@@ -57,6 +114,7 @@ std::array<uint8_t, 16> derived_secret(const std::string& seed) {
 }  // namespace
 
 EnvJob env_job() {
+  const Config cfg = load_config();  // a bad setting fails here, naming it
   EnvJob job;
   if (!pick("DCCL_RANK", "DCCL_WORLD_SIZE", "DCCL", &job) &&
       !pick("RANK", "WORLD_SIZE", "torchrun", &job) &&
@@ -71,20 +129,22 @@ EnvJob env_job() {
                                    std::to_string(job.nranks) + " from " + job.source + " is out of range");
   if (const char* id = env("DCCL_ID")) {
     job.id = boot::decode_id(boot::id_from_hex(id));
+    g_jobs.fetch_add(1);
     return job;
   }
   std::string host;
-  int port = -1;
+  int64_t port = -1;
   if (const char* addr = env("DCCL_ADDR")) {
     std::string a = addr;
     auto colon = a.rfind(':');
     if (colon == std::string::npos) raise(dcclInvalidArgument, "DCCL_ADDR must be host:port, got '" + a + "'");
     host = a.substr(0, colon);
-    port = static_cast<int>(parse_int(a.substr(colon + 1), "DCCL_ADDR port"));
+    port = parse_int(a.substr(colon + 1), "DCCL_ADDR port");
   } else if (env("MASTER_ADDR") && env("MASTER_PORT")) {
     // MASTER_PORT itself belongs to the launcher's own store; ours listens on the next port.
     host = env("MASTER_ADDR");
-    port = static_cast<int>(parse_int(env("MASTER_PORT"), "MASTER_PORT")) + 1;
+    port = parse_int(env("MASTER_PORT"), "MASTER_PORT");
+    if (port < INT64_MAX) ++port;
   } else {
     raise(dcclInvalidArgument, "dcclCommInitFromEnv: no rendezvous address (set DCCL_ID, DCCL_ADDR=host:port, "
                                "or MASTER_ADDR and MASTER_PORT)");
@@ -92,19 +152,44 @@ EnvJob env_job() {
   if (port <= 0 || port > 65535) raise(dcclInvalidArgument, "rendezvous port out of range: " + std::to_string(port));
   job.id.host = numeric_host(host);
   job.id.port = static_cast<uint16_t>(port);
+  const std::string addr = job.id.host + ":" + std::to_string(port);
+  // The job: the address and the launcher's job ids (the same on every rank).
+  std::string seed = "dccl:" + host + ":" + std::to_string(port);
+  for (const char* v : {"TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "SLURM_STEP_ID", "OMPI_MCA_ess_base_jobid",
+                        "PMI_JOBID"})
+    if (env(v)) seed += std::string(":") + env(v);
   if (const char* s = env("DCCL_SECRET")) {
     job.id.secret = boot::secret_from_hex(s);
-  } else {
-    std::string seed = "dccl:" + host + ":" + std::to_string(port);
-    for (const char* v : {"TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "SLURM_STEP_ID", "OMPI_MCA_ess_base_jobid",
-                          "PMI_JOBID"})
-      if (env(v)) seed += std::string(":") + env(v);
+  } else if (cfg.insecure) {
     job.id.secret = derived_secret(seed);
-    if (job.rank == 0)
-      DCCL_WARN("bootstrap secret derived from the job's variables; set DCCL_SECRET (32 hex digits) "
-                "to keep other processes out of the rendezvous");
+    DCCL_WARN("rank %d: DCCL_INSECURE=1: the bootstrap secret is derived from the rendezvous address %s and the "
+              "launcher's job variables, so any process that can reach that address can join this job, read its "
+              "keys and stop it; set DCCL_SECRET (32 hex digits, the same on every rank) instead",
+              job.rank, addr.c_str());
+  } else if (std::string why = spans_hosts(job, job.id.host, addr); !why.empty()) {
+    raise(dcclInvalidArgument,
+          describe(job.rank, "dcclCommInitFromEnv",
+                   "no job secret: DCCL_SECRET is not set and " + why +
+                       ", so the ranks cannot share a secret through a local file. Give every rank the same "
+                       "DCCL_SECRET (32 hex digits, e.g. from `openssl rand -hex 16`, exported by the launcher), "
+                       "or start the job with dccl-run; DCCL_INSECURE=1 runs without one, letting any process "
+                       "that can reach " + addr + " join the job"));
+  } else {
+    // One host: rank 0 makes a random secret, the others read it from a file of this user's.
+    const std::string key = seed + " #" + std::to_string(g_jobs.load());
+    const auto timeout = std::chrono::milliseconds(cfg.timeout_s * 1000);
+    if (job.rank == 0) {
+      job.id.secret = boot::publish_secret(key, job.nranks, job.id.port, job.rank, nullptr);
+    } else {
+      boot::SharedSecret sh = boot::read_secret(key, job.rank, std::chrono::steady_clock::now() + timeout, timeout);
+      job.id.secret = sh.secret;
+      if (sh.nranks != job.nranks)  // the store names both claims and fails every rank
+        DCCL_INFO("rank %d: rank 0 (pid %ld) was given %d ranks, this rank %d", job.rank, sh.pid, sh.nranks,
+                  job.nranks);
+    }
   }
   job.host_store = job.rank == 0;
+  g_jobs.fetch_add(1);
   return job;
 }
 

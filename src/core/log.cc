@@ -17,14 +17,50 @@ thread_local int t_rank = -1;
 
 std::atomic<int> g_level{-1};
 
-LogLevel parse_level(std::string v) {
-  for (auto& c : v) c = static_cast<char>(toupper(c));
-  if (v == "TRACE") return LogLevel::Trace;
-  if (v == "INFO") return LogLevel::Info;
-  if (v == "NONE" || v == "OFF") return LogLevel::None;
-  return LogLevel::Warn;
+bool parse_level(std::string v, LogLevel* out) {
+  for (auto& c : v) c = static_cast<char>(toupper(static_cast<unsigned char>(c)));
+  if (v == "TRACE") *out = LogLevel::Trace;
+  else if (v == "INFO") *out = LogLevel::Info;
+  else if (v == "NONE" || v == "OFF") *out = LogLevel::None;
+  else if (v == "WARN") *out = LogLevel::Warn;
+  else return false;
+  return true;
+}
+
+LogLevel parse_level(const std::string& v) {
+  LogLevel l = LogLevel::Warn;
+  parse_level(v, &l);
+  return l;
 }
 }  // namespace
+
+bool valid_log_level(const std::string& text) {
+  LogLevel l;
+  return parse_level(text, &l);
+}
+
+bool LogLimiter::allow(uint64_t* suppressed) {
+  const auto now = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lk(mu_);
+  if (now < next_) {
+    ++held_;
+    return false;
+  }
+  next_ = now + every_;
+  *suppressed = held_;
+  held_ = 0;
+  return true;
+}
+
+uint64_t LogLimiter::take_suppressed() {
+  const auto now = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lk(mu_);
+  if (held_ == 0 || now < next_) return 0;
+  const uint64_t n = held_;
+  held_ = 0;
+  next_ = now + every_;
+  return n;
+}
 
 LogLevel log_level() {
   int l = g_level.load(std::memory_order_relaxed);

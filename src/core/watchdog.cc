@@ -34,8 +34,11 @@ Watchdog::Watchdog(const boot::UniqueIdData& id, int rank, int nranks, const std
     boot_.lease(kKey, encode(dcclRemoteError, "rank " + std::to_string(rank) + " (pid " + std::to_string(getpid()) + " on " + host +
                           ") exited or lost its connection without destroying its communicator"));
   }
-  watch_ = std::make_unique<boot::Bootstrap>(id, rank, nranks, std::chrono::milliseconds(60000), nullptr, ns);
-  thread_ = std::thread([this, rank, on_failure = std::move(on_failure)] {
+  watch_ = std::make_unique<boot::Bootstrap>(id, rank, nranks, std::chrono::milliseconds(60000), nullptr, ns,
+                                             boot::Bootstrap::Role::Watch);
+  std::string store = "the bootstrap store at " + watch_->store_address();
+  if (!watch_->store_host().empty()) store += ", hosted by " + watch_->store_host();
+  thread_ = std::thread([this, rank, store, on_failure = std::move(on_failure)] {
     log_set_rank(rank);
     try {
       dcclResult_t code;
@@ -43,16 +46,27 @@ Watchdog::Watchdog(const boot::UniqueIdData& id, int rank, int nranks, const std
       decode(watch_->get(kKey, std::chrono::hours(24 * 365)), &code, &text);
       on_failure(code, text);
     } catch (const Error& e) {
-      // Interrupted at destroy, or the store went away (its host finished first, or
-      // died): from here on failures are caught by the operation timeouts only.
-      if (std::string(e.what()).find("interrupted") == std::string::npos)
+      if (stopping_.load() || std::string(e.what()).find("interrupted") != std::string::npos) return;  // destroy
+      if (e.code() == dcclTimeout) {  // a year without news
         DCCL_INFO("failure watch ended: %s", e.what());
+        return;
+      }
+      if (e.code() == dcclInvalidUsage) {  // the store failed the communicator's namespace
+        on_failure(e.code(), e.what());
+        return;
+      }
+      // The store's connection is itself a lease on its host: when it breaks, the
+      // process that hosts the store exited (or the network to it broke), and
+      // neither failure reports nor the destroy barrier can work any more.
+      on_failure(dcclRemoteError, "lost " + store + ": that process exited or the network to it broke (" +
+                                      e.what() + ")");
     }
   });
 }
 
 Watchdog::~Watchdog() {
   release();
+  stopping_.store(true);
   watch_->interrupt();
   thread_.join();
 }

@@ -3,8 +3,12 @@
 // store sets the key. Every rank's watcher thread waits on that key (and ranks
 // that hit an error or abort set it themselves), so all survivors stop their
 // in-flight and later work with an error naming the failed rank, in milliseconds
-// rather than after the timeout.
+// rather than after the timeout. The watcher's own connection is a lease on the
+// store's host in turn: when it breaks (the process hosting the store died, or
+// the network to it broke), the watcher reports that, naming who hosted the store
+// ("rank 0 (pid P on H)").
 #pragma once
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -33,6 +37,7 @@ class Watchdog {
   std::unique_ptr<boot::Bootstrap> watch_;
   std::thread thread_;
   bool released_ = false;
+  std::atomic<bool> stopping_{false};  // the destructor interrupts the watcher: not a failure
 };
 
 }  // namespace dccl::core

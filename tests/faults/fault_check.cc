@@ -1,7 +1,9 @@
 // Fault injection: starts its own ranks (fork + exec of itself with the launcher
 // variables) so that it can kill one, leave one out, or add an intruder, and then
 // judge how the others fail.
-//   fault_check kill [TRIALS]   kill -9 one of 4 ranks during 16 MiB allreduces
+//   fault_check kill [TRIALS]   kill -9 one of 4 ranks (not rank 0) during 16 MiB allreduces
+//   fault_check kill-root [TRIALS]  kill -9 rank 0, which hosts the store: every
+//                               survivor must fail naming rank 0 within 2 s
 //   fault_check nojoin          one rank of 4 never starts
 //   fault_check secret          an intruder with the wrong secret
 //   fault_check mismatch        DCCL_CHECK=1 and one rank passes another count
@@ -204,13 +206,16 @@ std::vector<Outcome> reap(const std::vector<pid_t>& pids, Clock::time_point sinc
   return out;
 }
 
-int run_kill(const char* self, int trials) {
+// root: kill rank 0, whose process hosts the store; the survivors see the
+// store's connection break and must name rank 0 within 2 s.
+int run_kill(const char* self, int trials, bool root) {
   std::mt19937_64 rng(std::random_device{}());
   double worst = 0;
   int passed = 0;
+  const double bound_ms = root ? 2000.0 : 2000.0 * kTimeoutS;
   for (int t = 0; t < trials; ++t) {
     Job job{free_port(), hex_secret(rng), 4};
-    int victim = 1 + static_cast<int>(rng() % 3);  // rank 0 hosts the store
+    int victim = root ? 0 : 1 + static_cast<int>(rng() % 3);
     std::string role = "loop:rank " + std::to_string(victim);
     int pfd[2];
     if (pipe(pfd) != 0) return 1;
@@ -232,7 +237,7 @@ int run_kill(const char* self, int trials) {
     bool ok = ready == 4;
     double trial_worst = 0;
     for (auto& o : out) {
-      ok = ok && o.status == 0 && o.ms <= 2000.0 * kTimeoutS;
+      ok = ok && o.status == 0 && o.ms <= bound_ms;
       trial_worst = std::max(trial_worst, o.ms);
     }
     worst = std::max(worst, trial_worst);
@@ -243,7 +248,8 @@ int run_kill(const char* self, int trials) {
         printf("  survivor %zu: exit %d after %.0f ms (999: killed at the limit)\n", i, out[i].status, out[i].ms);
     fflush(stdout);
   }
-  printf("kill: %d/%d trials passed; worst detection %.0f ms (bound %d ms)\n", passed, trials, worst, 2000 * kTimeoutS);
+  printf("%s: %d/%d trials passed; worst detection %.0f ms (bound %.0f ms)\n", root ? "kill-root" : "kill", passed,
+         trials, worst, bound_ms);
   return passed == trials ? 0 : 1;
 }
 
@@ -312,8 +318,9 @@ int main(int argc, char** argv) {
     if (role == "abort") return child_abort();
     return 2;
   }
-  if (argc >= 2 && !strcmp(argv[1], "kill")) return run_kill(argv[0], argc >= 3 ? atoi(argv[2]) : 20);
+  if (argc >= 2 && !strcmp(argv[1], "kill")) return run_kill(argv[0], argc >= 3 ? atoi(argv[2]) : 20, false);
+  if (argc >= 2 && !strcmp(argv[1], "kill-root")) return run_kill(argv[0], argc >= 3 ? atoi(argv[2]) : 10, true);
   if (argc >= 2) return run_simple(argv[0], argv[1]);
-  fprintf(stderr, "usage: fault_check kill [TRIALS] | nojoin | secret | mismatch | abort\n");
+  fprintf(stderr, "usage: fault_check kill [TRIALS] | kill-root [TRIALS] | nojoin | secret | mismatch | abort\n");
   return 2;
 }

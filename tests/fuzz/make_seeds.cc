@@ -26,7 +26,27 @@ int main(int argc, char** argv) {
     seeds.emplace_back(name, std::move(s));
   };
   add("hello", [&](std::string& s) { wire::append_hello(s, secret, 3, 8); });
-  add("welcome", [](std::string& s) { wire::append_welcome(s); });
+  add("hello_claim", [&](std::string& s) {
+    wire::Hello h;
+    h.secret = secret;
+    h.rank = 1;
+    h.nranks = 4;
+    h.flags = wire::kHelloWatch;
+    h.pid = 4242;
+    h.ns = "env0";
+    h.host = "node01";
+    wire::append_hello(s, h);
+  });
+  add("hello_v1", [&](std::string& s) { wire::append_hello(s, secret, 0, 2, 1); });
+  add("hello_bad_nslen", [&](std::string& s) {
+    wire::Hello h;
+    h.ns = "ns";
+    wire::append_hello(s, h);
+    s[5 + 37] = 0x40;  // namespace length beyond the frame
+  });
+  add("welcome", [](std::string& s) { wire::append_welcome(s, "rank 0 (pid 7 on node01)"); });
+  add("welcome_v1", [](std::string& s) { wire::append_welcome(s, "", 1); });
+  add("refused_busy", [](std::string& s) { wire::append_refused(s, "busy: too many connections"); });
   add("refused", [](std::string& s) { wire::append_refused(s, "wrong job secret"); });
   add("set", [](std::string& s) { wire::append_set(s, 1, "ns/ag/0/1", std::string("blob\0blob", 9)); });
   add("set_empty", [](std::string& s) { wire::append_set(s, 2, "", ""); });

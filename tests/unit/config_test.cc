@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "core/config.hpp"
 #include "core/error.hpp"
@@ -187,6 +188,61 @@ TEST_F(LoadConfig, RejectsBadValues) {
   EXPECT_EQ(dcclSuccess, load_with("DCCL_DEBUG", "TRACE"));
 }
 
+// Values that parse but would overflow the arithmetic done with them (deadlines,
+// sizes) are refused at init, naming the setting and the allowed range.
+TEST_F(LoadConfig, RejectsValuesOutsideTheirRange) {
+  struct Case {
+    const char* name;
+    const char* value;
+    const char* says;  // part of the message
+  };
+  for (const Case& k : std::vector<Case>{
+           {"DCCL_TIMEOUT_S", "9999999999", "31536000 (one year)"},
+           {"DCCL_TIMEOUT_S", "9223372036854775807", "DCCL_TIMEOUT_S=9223372036854775807"},
+           {"DCCL_TIMEOUT_S", "31536001", "out of range"},
+           {"DCCL_SMEM_BYTES", "18446744073709551615", "DCCL_SMEM_BYTES"},
+           {"DCCL_SMEM_CHUNK_BYTES", "1G", "256M"},
+           {"DCCL_CHUNK_BYTES", "17179869183G", "DCCL_CHUNK_BYTES"},
+           {"DCCL_STAGING_SLOT_BYTES", "16G", "4K to 1G"},
+           {"DCCL_STAGING_SLOTS", "1000000", "2 to 1024"},
+           {"DCCL_REG_CACHE_BYTES", "18446744073709551615", "16T"},
+           {"DCCL_RXM_EAGER_BYTES", "4G", "DCCL_RXM_EAGER_BYTES"},
+           {"DCCL_SPIN_US", "-1", "DCCL_SPIN_US"},
+           {"DCCL_SPIN_US", "9223372036854775807", "DCCL_SPIN_US"},
+           {"DCCL_RANK", "-2", "DCCL_RANK"},
+           {"DCCL_WORLD_SIZE", "9999999999", "16777216"},
+       }) {
+    SCOPED_TRACE(std::string(k.name) + "=" + k.value);
+    setenv(k.name, k.value, 1);
+    try {
+      load_config();
+      ADD_FAILURE() << "accepted";
+    } catch (const dccl::core::Error& e) {
+      EXPECT_EQ(dcclInvalidArgument, e.code());
+      EXPECT_NE(std::string(e.what()).find(k.name), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(k.says), std::string::npos) << e.what();
+    }
+    unsetenv(k.name);
+  }
+  EXPECT_EQ(dcclSuccess, load_with("DCCL_TIMEOUT_S", "31536000"));
+  EXPECT_EQ(dcclSuccess, load_with("DCCL_SMEM_BYTES", "256M"));
+  EXPECT_EQ(dcclSuccess, load_with("DCCL_RANK", "-1"));
+}
+
+TEST_F(LoadConfig, RejectsUnknownLogLevels) {
+  for (const char* bad : {"LOUD", "VERBOSE", "warn ", "1"}) {
+    setenv("DCCL_DEBUG", bad, 1);
+    try {
+      load_config();
+      ADD_FAILURE() << "DCCL_DEBUG=" << bad << " accepted";
+    } catch (const dccl::core::Error& e) {
+      EXPECT_EQ(dcclInvalidArgument, e.code());
+      EXPECT_NE(std::string(e.what()).find("DCCL_DEBUG=" + std::string(bad)), std::string::npos) << e.what();
+    }
+  }
+  for (const char* good : {"NONE", "off", "Warn", "INFO", "trace"}) EXPECT_EQ(dcclSuccess, load_with("DCCL_DEBUG", good));
+}
+
 TEST_F(LoadConfig, ErrorNamesTheVariable) {
   setenv("DCCL_SPIN_US", "fast", 1);
   try {
@@ -219,6 +275,25 @@ TEST(ConfigEntries, TableIsWellFormed) {
   EXPECT_TRUE(names.count("DCCL_TIMEOUT_S"));
   EXPECT_TRUE(names.count("DCCL_PROVIDER"));
   EXPECT_TRUE(names.count("DCCL_STAGING_SLOTS"));
+}
+
+// Every numeric setting states its range (config_table.hpp's DCCL_CONFIG_RANGES),
+// its default lies in it, and its help shows it.
+TEST(ConfigEntries, EveryNumericSettingHasARange) {
+  for (const auto& e : dccl::core::config_entries()) {
+    if (e.type != dccl::core::ConfigType::Int && e.type != dccl::core::ConfigType::Bytes) continue;
+    const dccl::core::ConfigRange* r = dccl::core::config_range(e.name);
+    ASSERT_NE(nullptr, r) << e.name << " has no range in DCCL_CONFIG_RANGES";
+    EXPECT_LE(static_cast<uint64_t>(std::max<int64_t>(r->min, 0)), r->max) << e.name;
+    if (e.type == dccl::core::ConfigType::Int) {
+      const int64_t d = parse_int(e.def, e.name);
+      EXPECT_TRUE(d >= r->min && (d < 0 || static_cast<uint64_t>(d) <= r->max)) << e.name;
+    } else {
+      const uint64_t d = parse_bytes(e.def, e.name);
+      EXPECT_TRUE(d <= r->max && (r->min <= 0 || d >= static_cast<uint64_t>(r->min))) << e.name;
+    }
+    EXPECT_NE(std::string(e.help).find("; range "), std::string::npos) << e.name << ": " << e.help;
+  }
 }
 
 TEST(ConfigSnapshot, NeverThrows) {

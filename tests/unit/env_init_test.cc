@@ -28,7 +28,9 @@ const char* const kLauncherVars[] = {
     "DCCL_RANK", "DCCL_WORLD_SIZE", "DCCL_ADDR", "DCCL_ID", "DCCL_SECRET", "RANK", "WORLD_SIZE", "LOCAL_RANK",
     "MASTER_ADDR", "MASTER_PORT", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE",
     "SLURM_PROCID", "SLURM_NTASKS", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "SLURM_STEP_ID",
-    "OMPI_MCA_ess_base_jobid", "PMI_JOBID", "DCCL_STAGING_SLOT_BYTES", "DCCL_CHUNK_BYTES", "DCCL_ALGO"};
+    "OMPI_MCA_ess_base_jobid", "PMI_JOBID", "DCCL_STAGING_SLOT_BYTES", "DCCL_CHUNK_BYTES", "DCCL_ALGO",
+    "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NNODES", "SLURM_STEP_NUM_NODES",
+    "SLURM_JOB_NUM_NODES", "DCCL_INSECURE", "DCCL_DEBUG", "DCCL_SMEM_BYTES", "TEST_STDERR_FILE"};
 
 void clear_launcher_vars() {
   for (const char* v : kLauncherVars) unsetenv(v);
@@ -70,6 +72,10 @@ struct Outcome {
   alarm(40);  // a hang ends the child, and the parent sees a signal
   clear_launcher_vars();
   for (const auto& [k, v] : vars) setenv(k.c_str(), v.c_str(), 1);
+  if (const char* f = getenv("TEST_STDERR_FILE")) {
+    (void)!freopen(f, "w", stderr);
+    setvbuf(stderr, nullptr, _IONBF, 0);
+  }
   Outcome o;
   dcclComm_t c = nullptr;
   o.init = dcclCommInitFromEnv(&c);
@@ -239,11 +245,85 @@ TEST(EnvInit, DifferentWireSettingsFailEveryRank) {
   }
 }
 
-// Refusals made before any rendezvous: run in this process, one rank each.
+// A refusal made before any rendezvous, and a word its message must contain.
 struct Refusal {
   Vars vars;
   std::string word;  // the last error must contain it
 };
+
+// Without DCCL_SECRET on one host the ranks share a random secret (rank 0's file);
+// DCCL_INSECURE=1 is the explicit opt-out where they cannot, and every rank warns.
+TEST(EnvInit, InsecureOptOutWarnsOnEveryRank) {
+  const std::string addr = "127.0.0.1:" + std::to_string(free_port());
+  const std::string log = "/tmp/dccl-env-init-test-" + std::to_string(getpid()) + "-";
+  expect_world_works(2, [&](int r) {
+    return Vars{{"SLURM_PROCID", std::to_string(r)}, {"SLURM_NTASKS", "2"}, {"SLURM_NNODES", "2"},
+                {"DCCL_ADDR", addr}, {"DCCL_INSECURE", "1"}, {"TEST_STDERR_FILE", log + std::to_string(r)}};
+  });
+  for (int r = 0; r < 2; ++r) {
+    FILE* f = fopen((log + std::to_string(r)).c_str(), "r");
+    ASSERT_NE(f, nullptr);
+    std::string text;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, n);
+    fclose(f);
+    unlink((log + std::to_string(r)).c_str());
+    EXPECT_NE(text.find("WARN rank " + std::to_string(r) + ": DCCL_INSECURE=1"), std::string::npos) << text;
+  }
+}
+
+// Across hosts without DCCL_SECRET init fails at once, saying how to set one; so
+// do settings out of their range and unknown log levels.
+TEST(EnvInit, NoSecretAcrossHostsAndBadSettingsAreRefused) {
+  const std::string local = "127.0.0.1:" + std::to_string(free_port());
+  const std::vector<Refusal> cases = {
+      {{{"DCCL_RANK", "1"}, {"DCCL_WORLD_SIZE", "2"}, {"DCCL_ADDR", "192.0.2.1:29500"}},
+       "192.0.2.1:29500 is not an address of this host"},
+      {{{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+        {"DCCL_ADDR", local}},
+       "OMPI_COMM_WORLD_LOCAL_SIZE=2"},
+      {{{"RANK", "0"}, {"WORLD_SIZE", "4"}, {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"},
+        {"MASTER_PORT", "29500"}},
+       "LOCAL_WORLD_SIZE=2"},
+      {{{"PMI_RANK", "0"}, {"PMI_SIZE", "4"}, {"MPI_LOCALNRANKS", "1"}, {"DCCL_ADDR", local}}, "MPI_LOCALNRANKS=1"},
+      {{{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_NNODES", "2"}, {"DCCL_ADDR", local}},
+       "SLURM_NNODES=2"},
+      {{{"DCCL_RANK", "0"}, {"DCCL_WORLD_SIZE", "2"}, {"DCCL_ADDR", local}, {"DCCL_TIMEOUT_S", "9999999999"}},
+       "DCCL_TIMEOUT_S=9999999999 is out of range"},
+      {{{"DCCL_RANK", "0"}, {"DCCL_WORLD_SIZE", "2"}, {"DCCL_ADDR", local}, {"DCCL_SMEM_BYTES", "18446744073709551615"}},
+       "DCCL_SMEM_BYTES"},
+      {{{"DCCL_RANK", "0"}, {"DCCL_WORLD_SIZE", "2"}, {"DCCL_ADDR", local}, {"DCCL_DEBUG", "LOUD"}},
+       "DCCL_DEBUG=LOUD"},
+      {{{"DCCL_RANK", "0"}, {"DCCL_WORLD_SIZE", "9999999999"}, {"DCCL_ADDR", local}}, "DCCL_WORLD_SIZE"},
+      {{{"RANK", "0"}, {"WORLD_SIZE", "4294967298"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29500"}},
+       "WORLD_SIZE=4294967298"},
+      {{{"DCCL_RANK", "0"}, {"DCCL_WORLD_SIZE", "2"}, {"DCCL_ADDR", "127.0.0.1:4294967297"}}, "port"},
+      {{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "65535"}}, "port"},
+  };
+  const std::string timeout = getenv("DCCL_TIMEOUT_S");
+  for (const Refusal& k : cases) {
+    std::string what;
+    for (const auto& [name, value] : k.vars) what += name + "=" + value + " ";
+    SCOPED_TRACE(what);
+    clear_launcher_vars();
+    setenv("DCCL_TIMEOUT_S", timeout.c_str(), 1);
+    for (const auto& [name, value] : k.vars) setenv(name.c_str(), value.c_str(), 1);
+    dcclComm_t c = nullptr;
+    EXPECT_EQ(dcclCommInitFromEnv(&c), dcclInvalidArgument);
+    const std::string text = dcclGetLastError(nullptr);
+    EXPECT_NE(text.find(k.word), std::string::npos) << "last error '" << text << "' does not mention " << k.word;
+    if (text.find("no job secret") != std::string::npos) {
+      EXPECT_NE(text.find("DCCL_SECRET"), std::string::npos) << text;
+      EXPECT_NE(text.find("DCCL_INSECURE=1"), std::string::npos) << text;
+    }
+    if (c) dcclCommDestroy(c);
+  }
+  clear_launcher_vars();
+  setenv("DCCL_TIMEOUT_S", timeout.c_str(), 1);
+}
+
+// Refusals made before any rendezvous: run in this process, one rank each.
 
 TEST(EnvInit, BadEnvironmentIsRefused) {
   const std::string id_hex(2 * DCCL_UNIQUE_ID_BYTES, '0');
