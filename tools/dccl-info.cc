@@ -1,8 +1,10 @@
-// dccl-info: version, libfabric providers, settings, and whether peer-direct is
-// available on this node, layer by layer.
-//   dccl-info            summary
-//   dccl-info --env      every DCCL_* setting with its current value
-//   dccl-info --env-md   the settings table as markdown (docs/env.md)
+// dccl-info: version, libfabric providers, this host's network rails, settings, and
+// whether peer-direct is available on this node, layer by layer.
+//   dccl-info              summary
+//   dccl-info --env        every DCCL_* setting with its current value
+//   dccl-info --env-md     the settings table as markdown (docs/env.md)
+//   dccl-info --topology   in a job (dccl-run -n N dccl-info --topology): rank 0 prints
+//                          hosts, ranks per host, every rank's rails and each pair's route
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
 
@@ -12,9 +14,13 @@
 #include <set>
 #include <string>
 
+#include "api/handles.hpp"
 #include "core/config.hpp"
+#include "core/error.hpp"
 #include "dccl/dccl.h"
 #include "mem/viability.hpp"
+#include "net/provider.hpp"
+#include "net/rails.hpp"
 
 namespace {
 
@@ -68,6 +74,69 @@ void print_providers() {
   printf("\n");
 }
 
+// This host's rails as the network provider offers them (no communicator needed).
+void print_rails() {
+  using namespace dccl::net;
+  const std::string& setting = dccl::core::config().net_ifname;
+  printf("\nNetwork rails (%s; DCCL_NET_IFNAME=%s):\n", kTcpProvider,
+         setting.empty() ? "unset: every non-loopback IPv4 interface" : setting.c_str());
+  std::string why;
+  std::vector<OfferedRail> offered;
+  try {
+    offered = offered_rails(kTcpProvider, &why);
+  } catch (const dccl::core::Error& e) {
+    why = e.what();
+  }
+  if (offered.empty()) {
+    printf("  none: %s\n", why.c_str());
+    return;
+  }
+  std::vector<size_t> chosen;
+  try {
+    chosen = choose_rails(offered, parse_ifnames(setting), kTcpProvider);
+  } catch (const dccl::core::Error& e) {
+    printf("  ERROR: %s\n", e.what());
+  }
+  for (size_t k = 0; k < chosen.size(); ++k)
+    printf("  rail %zu  %-10s %s\n", k, offered[chosen[k]].name.c_str(), offered[chosen[k]].address.c_str());
+  std::set<std::string> shown;
+  for (size_t i = 0; i < offered.size(); ++i) {
+    const auto& o = offered[i];
+    bool rail = false;
+    for (size_t k : chosen) rail = rail || offered[k].name == o.name;
+    if (rail || !shown.insert(o.name + o.address).second) continue;
+    const char* why_not = !setting.empty() ? "not in DCCL_NET_IFNAME"
+                          : excluded_by_default(o.name) ? "loopback or a local bridge"
+                          : !o.ipv4 ? "no IPv4 address" : "beyond the rail limit";
+    printf("  -       %-10s %s (%s)\n", o.name.c_str(), o.address.c_str(), why_not);
+  }
+  printf("  A rank's rail: its local rank mod the rail count (the pair's: the lower rank's);\n"
+         "  with one rank per host, parts >= DCCL_NET_STRIPE_BYTES (%llu) go over every rail.\n",
+         static_cast<unsigned long long>(dccl::core::config().net_stripe_bytes));
+}
+
+// In a job: every rank joins, rank 0 prints what its communicator planned.
+int print_topology() {
+  dcclComm_t comm = nullptr;
+  if (dcclCommInitFromEnv(&comm) != dcclSuccess) {
+    fprintf(stderr, "dccl-info --topology: %s\n", dcclGetLastError(comm));
+    return 1;
+  }
+  int rc = 0;
+  try {
+    const auto& c = dccl::api::comm_of(comm, "dccl-info");
+    if (c.rank() == 0) {
+      printf("topology: %s\n", c.topology().summary().c_str());
+      for (const auto& line : c.transport().topology()) printf("topology: %s\n", line.c_str());
+    }
+  } catch (const dccl::core::Error& e) {
+    fprintf(stderr, "dccl-info --topology: %s\n", e.what());
+    rc = 1;
+  }
+  dcclCommDestroy(comm);
+  return rc;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -79,8 +148,9 @@ int main(int argc, char** argv) {
     print_env();
     return 0;
   }
+  if (argc > 1 && !strcmp(argv[1], "--topology")) return print_topology();
   if (argc > 1) {
-    fprintf(stderr, "usage: dccl-info [--env | --env-md]\n");
+    fprintf(stderr, "usage: dccl-info [--env | --env-md | --topology]\n");
     return 2;
   }
   int v = 0;
@@ -89,6 +159,7 @@ int main(int argc, char** argv) {
   printf("DirectCCL %d.%d.%d\n", v / 10000, v / 100 % 100, v % 100);
   printf("libfabric runtime %u.%u (headers %d.%d)\n", FI_MAJOR(fv), FI_MINOR(fv), FI_MAJOR_VERSION, FI_MINOR_VERSION);
   print_providers();
+  print_rails();
   printf("\nPeer-direct viability (DCCL_PEER_DIRECT=%s):\n", dccl::core::config().peer_direct.c_str());
   printf("  (no communicator here: 'provider FI_HMEM' lists what the providers offer; a communicator\n"
          "   decides from whether the endpoints it opened have FI_HMEM)\n");

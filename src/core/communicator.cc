@@ -13,12 +13,13 @@
 #include "core/log.hpp"
 #include "mem/backend.hpp"
 #include "net/provider.hpp"
+#include "net/rails.hpp"
 
 namespace dccl::core {
 
 Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
-                           std::unique_ptr<boot::StoreServer> server, const std::string& ns)
-    : cfg_(load_config()), rank_(rank), nranks_(nranks), p2p_send_(nranks), p2p_recv_(nranks) {
+                           std::unique_ptr<boot::StoreServer> server, const std::string& ns, Place place)
+    : cfg_(load_config()), rank_(rank), nranks_(nranks), place_(place), p2p_send_(nranks), p2p_recv_(nranks) {
   log_set_rank(rank);
   log_configure(cfg_.debug);
   const auto timeout = std::chrono::milliseconds(cfg_.timeout_s * 1000);
@@ -32,6 +33,17 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
     const std::string& h = topo_.names[static_cast<size_t>(topo_.host_of[static_cast<size_t>(r)])];
     peer_names_.push_back("rank " + std::to_string(r) + " on " + h.substr(0, h.find('/')));
   }
+  // The process's place on its host, for its rail: inherited from the communicator
+  // this one was split from; else the launcher's local rank, else the topology's.
+  std::string place_from = "inherited";
+  if (place_.local_rank < 0) {
+    place_.local_rank = net::launcher_local_rank(&place_from);
+    if (place_.local_rank < 0) {
+      place_.local_rank = topo_.local_rank;
+      place_from = "topology";
+    }
+  }
+  if (place_.local_size < 0) place_.local_size = topo_.local_size;
 
   net::TransportOptions to;
   to.host = host_id;
@@ -43,6 +55,11 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   // Every message is cut at the staging slot size, whatever path each end takes.
   to.max_part_bytes = cfg_.staging_slot_bytes;
   to.want_hmem = cfg_.peer_direct != "0" && mem::cuda_backend() != nullptr;  // the NIC may reach device memory
+  to.local_rank = place_.local_rank;
+  to.local_size = place_.local_size;
+  to.ifnames = cfg_.net_ifname;
+  to.stripe_bytes = cfg_.net_stripe_bytes;
+  DCCL_INFO("net: local rank %d of %d (%s) picks the rail", place_.local_rank, place_.local_size, place_from.c_str());
   rxm_eager_ = net::set_provider_defaults(cfg_.rxm_eager_bytes);
   net_ = net::Transport::create(to);
   const bool same_host = topo_.nhosts() == 1;
@@ -55,6 +72,8 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   }
   net_->connect(boot_->allgather(net_->local_blob()));
   provider_ = net_->provider_summary();
+  if (rank == 0)
+    for (const auto& line : net_->topology()) DCCL_INFO("topology: %s", line.c_str());
   check_same_settings();
 
   size_t smem_limit = open_shared_segment(same_host);
@@ -248,7 +267,7 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key) {
     int rank;
     ~RestoreLogRank() { log_set_rank(rank); }
   } restore{rank_};
-  auto child = std::make_unique<Communicator>(id, new_n, new_rank, std::move(server), "");
+  auto child = std::make_unique<Communicator>(id, new_n, new_rank, std::move(server), "", place_);
   std::vector<std::string> names;
   for (const auto& m : members) names.push_back(peer_names_[static_cast<size_t>(m.second)]);
   child->set_peer_names(std::move(names));

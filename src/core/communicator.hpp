@@ -23,12 +23,21 @@
 
 namespace dccl::core {
 
+// This process's place on its host: its local rank picks its network rail, and a
+// host with one process may stripe across rails. Every communicator of a process
+// uses the same place, so split() hands its own to the children; -1: derive it
+// (launcher variables for the local rank, else the communicator's topology).
+struct ProcessPlace {
+  int local_rank = -1, local_size = -1;
+};
+
 class Communicator {
  public:
   // Rendezvous through the store in `id`, open the transport, exchange addresses.
   // `server` is the store this rank hosts (or null). Throws Error on failure.
+  using Place = ProcessPlace;
   Communicator(const boot::UniqueIdData& id, int nranks, int rank,
-               std::unique_ptr<boot::StoreServer> server, const std::string& ns);
+               std::unique_ptr<boot::StoreServer> server, const std::string& ns, Place place = {});
   ~Communicator();
 
   int rank() const { return rank_; }
@@ -36,6 +45,8 @@ class Communicator {
   const Config& config() const { return cfg_; }
   const std::string& provider() const { return provider_; }
   const tune::Topology& topology() const { return topo_; }
+  const Place& place() const { return place_; }
+  const net::Transport& transport() const { return *net_; }
 
   // Collective over this communicator (NCCL's ncclCommSplit): the ranks passing
   // the same color >= 0 form a new communicator, ranked by (key, rank here);
@@ -77,6 +88,7 @@ class Communicator {
   std::string provider_;
   tune::Topology topo_;
   std::vector<std::string> peer_names_;
+  Place place_;
   uint64_t splits_ = 0;  // split() calls so far: names each split's keys
   std::unique_ptr<boot::Bootstrap> boot_;
   std::mutex boot_mu_;

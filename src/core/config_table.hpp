@@ -12,6 +12,8 @@
   X(chunk_bytes, "DCCL_CHUNK_BYTES", Bytes, "0", "Pipeline chunk size; 0 lets the tuner choose")  \
   X(host_id, "DCCL_HOST_ID", Str, "", "Names this rank's host: ranks with the same id share a host (shm, shared segment, hierarchy); empty: hostname + boot id") \
   X(hier, "DCCL_HIER", Bool, "1", "Across hosts with the same number of ranks each: build intra-host and cross-host sub-communicators for hierarchical algorithms (0: flat algorithms only)") \
+  X(net_ifname, "DCCL_NET_IFNAME", Str, "", "Network rails (NICs) by interface name, comma list in rail order, exact names; init fails naming what exists when one is not offered. Empty: every non-loopback IPv4 interface tcp;ofi_rxm offers (docker*, virbr* left out). A rank's rail is its local rank mod the rail count") \
+  X(net_stripe_bytes, "DCCL_NET_STRIPE_BYTES", Bytes, "128K", "With one rank per host and >= 2 rails at both ends: message parts of at least this size are cut into one piece per rail (0: never stripe)") \
   X(socket_ifname, "DCCL_SOCKET_IFNAME", Str, "", "Interface for the bootstrap store; empty: the one that reaches the root") \
   X(peer_direct, "DCCL_PEER_DIRECT", Str, "auto", "auto: direct where viable; 1: require direct; 0: force host staging") \
   X(staging_slot_bytes, "DCCL_STAGING_SLOT_BYTES", Bytes, "1M", "Size of one host bounce slot")   \

@@ -11,13 +11,19 @@
 namespace dccl::net {
 
 namespace {
-constexpr char kMagic[4] = {'D', 'N', 'B', '2'};
+constexpr char kMagic[4] = {'D', 'N', 'B', '3'};
+constexpr char kMagicV2[4] = {'D', 'N', 'B', '2'};  // before rails: still read
+constexpr size_t kMaxEndpoints = 40;  // shm + up to 16 rails, with room (the blob stays < kMaxBlobBytes)
 
 void put_str(std::string& out, const std::string& s) {
   if (s.size() > 0xffff) core::raise(dcclInternalError, "blob field too long");
   out.push_back(static_cast<char>(s.size() & 0xff));
   out.push_back(static_cast<char>(s.size() >> 8));
   out += s;
+}
+
+void put_le(std::string& out, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
 
 struct Reader {
@@ -31,6 +37,11 @@ struct Reader {
   size_t u8() {
     if (pos >= in.size()) bad();
     return static_cast<unsigned char>(in[pos++]);
+  }
+  uint64_t le(int bytes) {
+    uint64_t v = 0;
+    for (int i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(u8()) << (8 * i);
+    return v;
   }
   std::string str() {
     size_t n = u8();
@@ -48,19 +59,31 @@ std::string Blob::encode() const {
   put_str(out, host);
   put_str(out, boot_id);
   put_str(out, std::to_string(pid));
-  if (endpoints.size() > 255) core::raise(dcclInternalError, "too many endpoints in blob");
+  if (endpoints.size() > kMaxEndpoints)
+    core::raise(dcclInternalError, "transport blob: " + std::to_string(endpoints.size()) + " endpoints (at most " +
+                                       std::to_string(kMaxEndpoints) + ")");
+  if (!rails.empty() && rails.size() != endpoints.size())
+    core::raise(dcclInternalError, "transport blob: rail names do not match the endpoints");
   out.push_back(static_cast<char>(endpoints.size()));
   for (const auto& [prov, addr] : endpoints) {
     put_str(out, prov);
     put_str(out, addr);
   }
+  put_le(out, static_cast<uint32_t>(local_rank < 0 ? 0 : local_rank), 4);
+  put_le(out, static_cast<uint32_t>(local_size < 0 ? 0 : local_size), 4);
+  put_le(out, stripe_bytes, 8);
+  for (size_t i = 0; i < endpoints.size(); ++i) put_str(out, rail_name(i));
+  if (out.size() > kMaxBlobBytes)
+    core::raise(dcclInternalError, "transport blob of " + std::to_string(out.size()) + " bytes exceeds " +
+                                       std::to_string(kMaxBlobBytes));
   return out;
 }
 
 Blob Blob::decode(const std::string& bytes, const std::string& whose) {
   Reader r{bytes, whose};
-  if (bytes.size() < sizeof(kMagic) || bytes.compare(0, sizeof(kMagic), kMagic, sizeof(kMagic)))
-    r.bad();
+  if (bytes.size() > kMaxBlobBytes || bytes.size() < sizeof(kMagic)) r.bad();
+  const bool v3 = bytes.compare(0, sizeof(kMagic), kMagic, sizeof(kMagic)) == 0;
+  if (!v3 && bytes.compare(0, sizeof(kMagicV2), kMagicV2, sizeof(kMagicV2)) != 0) r.bad();
   r.pos = sizeof(kMagic);
   Blob b;
   b.host = r.str();
@@ -73,10 +96,19 @@ Blob Blob::decode(const std::string& bytes, const std::string& whose) {
     b.pid = static_cast<int>(v);
   }
   size_t n = r.u8();
+  if (n > kMaxEndpoints) r.bad();
   for (size_t i = 0; i < n; ++i) {
     std::string prov = r.str();
     std::string addr = r.str();
     b.endpoints.emplace_back(std::move(prov), std::move(addr));
+  }
+  if (v3) {
+    const uint64_t lr = r.le(4), ls = r.le(4);
+    if (lr > 0x7fffffff || ls > 0x7fffffff) r.bad();
+    b.local_rank = static_cast<int>(lr);
+    b.local_size = static_cast<int>(ls);
+    b.stripe_bytes = r.le(8);
+    for (size_t i = 0; i < n; ++i) b.rails.push_back(r.str());
   }
   if (r.pos != bytes.size()) r.bad();
   return b;
@@ -86,6 +118,13 @@ const std::string* Blob::address_for(const std::string& provider) const {
   for (const auto& [prov, addr] : endpoints)
     if (prov == provider) return &addr;
   return nullptr;
+}
+
+std::vector<size_t> Blob::rails_of(const std::string& provider) const {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < endpoints.size(); ++i)
+    if (endpoints[i].first == provider) out.push_back(i);
+  return out;
 }
 
 std::string local_hostname() {

@@ -39,15 +39,16 @@ void* MemRegion::desc_for(const Endpoint* ep) const {
 }
 
 Endpoint::Endpoint(const std::string& provider, ProviderInfo pi, int rank, int nranks,
-                   size_t part_cap)
+                   size_t part_cap, std::string rail)
     : provider_(provider),
+      rail_(std::move(rail)),
       rank_(rank),
       mr_local_(pi.mr_local),
       hmem_(pi.hmem),
       info_(std::move(pi.info)) {
   auto fail = [&](const char* call, int rc) {
     core::raise(dcclUnavailable,
-                core::describe(rank_, "open provider " + provider_, fi_err(call, rc)));
+                core::describe(rank_, "open provider " + label(), fi_err(call, rc)));
   };
   int rc = fi_fabric(info_->fabric_attr, fabric_.out(), nullptr);
   if (rc) fail("fi_fabric", rc);
@@ -115,7 +116,7 @@ fi_addr_t Endpoint::insert(const std::string& addr, int peer) {
   if (rc != 1)
     core::raise(dcclSystemError,
                 core::describe(rank_, "connect", "fi_av_insert of rank " + std::to_string(peer) +
-                                                     " on " + provider_ + " failed (" +
+                                                     " on " + label() + " failed (" +
                                                      fi_strerror(rc < 0 ? -rc : FI_EINVAL) + ")"));
   return fa;
 }
@@ -126,13 +127,13 @@ Fid<fid_mr> Endpoint::register_buffer(const void* buf, size_t len) {
   int rc = fi_mr_reg(domain_.get(), buf, len, FI_SEND | FI_RECV, 0, next_mr_key(), 0, mr.out(),
                      nullptr);
   if (rc)
-    core::raise(dcclSystemError, core::describe(rank_, "register memory on " + provider_,
+    core::raise(dcclSystemError, core::describe(rank_, "register memory on " + label(),
                                                 fi_err("fi_mr_reg", rc)));
   return mr;
 }
 
 Fid<fid_mr> Endpoint::register_dmabuf(int fd, uint64_t offset, size_t len, void* base, int iface, int device) {
-  const std::string what = "register dma-buf on " + provider_;
+  const std::string what = "register dma-buf on " + label();
   // Viability keeps device memory staged in both cases; fail clearly if called anyway.
   const uint32_t v = fi_version();
   if (v < mem::kDmabufMinVersion)
@@ -180,13 +181,31 @@ void Endpoint::free_op(Op* op) {
   free_.push_back(op);
 }
 
+int Endpoint::submit_locked(Op* op, const char** call) {
+  std::deque<Op*>& backlog = op->send ? tx_backlog_ : rx_backlog_;
+  if (!backlog.empty()) {  // keep the order of the calls
+    backlog.push_back(op);
+    return 0;
+  }
+  int rc = try_post_locked(op, call);
+  if (rc == -FI_EAGAIN) {
+    drain_locked();
+    rc = try_post_locked(op, call);
+  }
+  if (rc == -FI_EAGAIN) {
+    backlog.push_back(op);
+    return 0;
+  }
+  if (rc != 0) free_op(op);
+  return rc;
+}
+
 void Endpoint::post(bool send, fi_addr_t addr, void* buf, size_t len, uint64_t tag, void* desc,
                     Request* req) {
   const size_t parts = len == 0 ? 1 : 1 + (len - 1) / max_part_;  // no overflow at SIZE_MAX
   std::lock_guard<std::mutex> lk(mu_);
   // Set before the first post: early parts may complete while later ones are posted.
-  req->pending_parts = static_cast<int>(parts);
-  std::deque<Op*>& backlog = send ? tx_backlog_ : rx_backlog_;
+  req->pending_parts.store(static_cast<int>(parts), std::memory_order_release);
   for (size_t i = 0; i < parts; ++i) {
     Op* op = alloc_op();
     op->req = req;
@@ -196,29 +215,14 @@ void Endpoint::post(bool send, fi_addr_t addr, void* buf, size_t len, uint64_t t
     op->addr = addr;
     op->tag = tag;
     op->send = send;
-    if (!backlog.empty()) {  // keep the order of the calls
-      backlog.push_back(op);
-      continue;
-    }
     const char* call = nullptr;
-    int rc = try_post_locked(op, &call);
-    if (rc == -FI_EAGAIN) {
-      drain_locked();
-      rc = try_post_locked(op, &call);
-    }
-    if (rc == -FI_EAGAIN) {
-      backlog.push_back(op);
-      continue;
-    }
+    const int rc = submit_locked(op, &call);
     if (rc != 0) {
-      free_op(op);
-      std::string cause = std::string(call) + " on " + provider_ + " (part " +
+      std::string cause = std::string(call) + " on " + label() + " (part " +
                           std::to_string(i + 1) + "/" + std::to_string(parts) +
                           "): " + fi_strerror(-rc);
-      req->failed = true;
-      req->error = cause;
-      req->pending_parts -= static_cast<int>(parts - i);  // this part and the rest: never posted
-      if (req->pending_parts == 0) req->done.store(true, std::memory_order_release);
+      req->fail(cause);
+      req->parts_done(static_cast<int>(parts - i));  // this part and the rest: never posted
       core::raise(dcclSystemError,
                   core::describe(rank_,
                                  std::string(send ? "isend to" : "irecv from") + " rank " +
@@ -226,6 +230,23 @@ void Endpoint::post(bool send, fi_addr_t addr, void* buf, size_t len, uint64_t t
                                  cause));
     }
   }
+}
+
+std::string Endpoint::post_one(bool send, fi_addr_t addr, void* buf, size_t len, uint64_t tag, void* desc,
+                               Request* req) {
+  std::lock_guard<std::mutex> lk(mu_);
+  Op* op = alloc_op();
+  op->req = req;
+  op->buf = static_cast<char*>(buf);
+  op->len = len;
+  op->desc = desc;
+  op->addr = addr;
+  op->tag = tag;
+  op->send = send;
+  const char* call = nullptr;
+  const int rc = submit_locked(op, &call);
+  if (rc == 0) return {};
+  return std::string(call) + " on " + label() + ": " + fi_strerror(-rc);
 }
 
 int Endpoint::try_post_locked(Op* op, const char** call) {
@@ -271,14 +292,8 @@ void Endpoint::flush_backlog_locked(std::deque<Op*>& q) {
     q.pop_front();
     if (rc != 0) {  // the request fails; wait() reports it
       Request* r = op->req;
-      if (!r->failed) {
-        r->failed = true;
-        r->error = std::string(call) + " on " + provider_ + ": " + fi_strerror(-rc);
-      }
-      if (--r->pending_parts <= 0) {
-        r->pending_parts = 0;
-        r->done.store(true, std::memory_order_release);
-      }
+      r->fail(std::string(call) + " on " + label() + ": " + fi_strerror(-rc));
+      r->parts_done();
       free_op(op);
     }
   }
@@ -292,19 +307,11 @@ void Endpoint::complete_locked(Op* op, size_t len, int err, const std::string& t
   Request* r = op->req;
   DCCL_TRACE("net: %s completion op %p len %zu err %d%s", provider_.c_str(),
              static_cast<void*>(op), len, err, r ? "" : " (cancelled request)");
+  if (!err) (op->send ? sent_ : recvd_).fetch_add(op->send ? op->len : len, std::memory_order_relaxed);
   if (r) {
-    if (err) {
-      if (!r->failed) {
-        r->failed = true;
-        r->error = text;
-      }
-    } else {
-      r->bytes += r->is_send ? op->len : len;
-    }
-    if (--r->pending_parts <= 0) {
-      r->pending_parts = 0;
-      r->done.store(true, std::memory_order_release);
-    }
+    if (err) r->fail(text);
+    else r->bytes.fetch_add(op->send ? op->len : len, std::memory_order_relaxed);
+    r->parts_done();
   }
   free_op(op);
 }
@@ -313,8 +320,8 @@ std::string Endpoint::cq_error_text(const fi_cq_err_entry& e) {
   std::string t = fi_strerror(e.err);
   char buf[256] = {0};
   const char* prov = fi_cq_strerror(cq_.get(), e.prov_errno, e.err_data, buf, sizeof(buf));
-  if (prov && *prov && t != prov) t += std::string(" (") + provider_ + ": " + prov + ")";
-  else t += " (" + provider_ + ")";
+  if (prov && *prov && t != prov) t += std::string(" (") + label() + ": " + prov + ")";
+  else t += " (" + label() + ")";
   if (e.err == FI_ETRUNC)
     t += "; the message was " + std::to_string(e.olen) + " bytes longer than the receive buffer";
   return t;
@@ -338,7 +345,7 @@ int Endpoint::drain_locked() {
         ++total;
       }
     } else {
-      if (n != -FI_EAGAIN) DCCL_WARN("fi_cq_read on %s: %s", provider_.c_str(), fi_strerror(-n));
+      if (n != -FI_EAGAIN) DCCL_WARN("fi_cq_read on %s: %s", label().c_str(), fi_strerror(-n));
       break;
     }
   }
@@ -362,10 +369,9 @@ void Endpoint::cancel_all() {
     if (!r) continue;
     fi_cancel(&ep_.get()->fid, &op->ctx);
     cancelled_any_ = true;
-    if (!r->done.load(std::memory_order_relaxed)) {
-      r->failed = true;
-      r->error = "cancelled";
-      r->pending_parts = 0;
+    if (!r->done.load(std::memory_order_acquire)) {
+      r->fail("cancelled");
+      r->pending_parts.store(0, std::memory_order_relaxed);
       r->done.store(true, std::memory_order_release);
     }
     op->req = nullptr;
@@ -373,10 +379,9 @@ void Endpoint::cancel_all() {
   for (auto* q : {&tx_backlog_, &rx_backlog_}) {
     for (Op* op : *q) {
       Request* r = op->req;
-      if (!r->done.load(std::memory_order_relaxed)) {
-        r->failed = true;
-        r->error = "cancelled";
-        r->pending_parts = 0;
+      if (!r->done.load(std::memory_order_acquire)) {
+        r->fail("cancelled");
+        r->pending_parts.store(0, std::memory_order_relaxed);
         r->done.store(true, std::memory_order_release);
       }
       free_op(op);

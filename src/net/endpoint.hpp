@@ -2,6 +2,7 @@
 // plus the operations in flight on it. All calls into the domain hold `mu_`
 // (FI_THREAD_DOMAIN), so several threads may post and progress at once.
 #pragma once
+#include <atomic>
 #include <functional>
 #include <rdma/fi_endpoint.h>
 
@@ -48,13 +49,21 @@ class Endpoint {
  public:
   // Opens everything; throws core::Error(dcclUnavailable) with the reason.
   // part_cap > 0 caps one message below the provider's max_msg_size.
-  Endpoint(const std::string& provider, ProviderInfo pi, int rank, int nranks, size_t part_cap);
+  // `rail`: the interface this endpoint is bound to ("" when it is not a rail).
+  Endpoint(const std::string& provider, ProviderInfo pi, int rank, int nranks, size_t part_cap,
+           std::string rail = {});
   ~Endpoint();
   Endpoint(const Endpoint&) = delete;
   Endpoint& operator=(const Endpoint&) = delete;
 
   const std::string& provider() const { return provider_; }
   const std::string& address() const { return address_; }  // fi_getname bytes
+  const std::string& rail() const { return rail_; }
+  // "tcp;ofi_rxm on eth1", or just the provider when not a rail.
+  std::string label() const { return rail_.empty() ? provider_ : provider_ + " on " + rail_; }
+  // Bytes of completed sends and receives on this endpoint.
+  uint64_t sent_bytes() const { return sent_.load(std::memory_order_relaxed); }
+  uint64_t recv_bytes() const { return recvd_.load(std::memory_order_relaxed); }
   size_t max_part() const { return max_part_; }
   fid_domain* domain() const { return domain_.get(); }
   // Opened with FI_HMEM in caps (from the fi_info it was opened with): the domain
@@ -83,6 +92,11 @@ class Endpoint {
   void set_liveness(std::function<bool(fi_addr_t)> alive) { alive_ = std::move(alive); }
   void post(bool send, fi_addr_t addr, void* buf, size_t len, uint64_t tag, void* desc,
             Request* req);
+  // One message of len <= max_part() bytes, one of `req`'s parts: the caller counted it
+  // in req->pending_parts beforehand. Never blocks, as post(). Returns "" once posted or
+  // queued; on failure the cause (the part is then neither posted nor counted down).
+  std::string post_one(bool send, fi_addr_t addr, void* buf, size_t len, uint64_t tag, void* desc,
+                       Request* req);
 
   // Reads the CQ (a few batches), completes requests, posts what the backlogs hold.
   // With block=false it skips the pass when another thread is already progressing this
@@ -98,6 +112,8 @@ class Endpoint {
  private:
   int drain_locked();
   int try_post_locked(Op* op, const char** call);  // 0, -FI_EAGAIN or -error (in *call)
+  // Posts op now or queues it behind the backlog: 0, or -error with *call set (op freed).
+  int submit_locked(Op* op, const char** call);
   void flush_backlog_locked(std::deque<Op*>& q);
   void complete_locked(Op* op, size_t len, int err, const std::string& text);
   Op* alloc_op();
@@ -105,6 +121,7 @@ class Endpoint {
   std::string cq_error_text(const fi_cq_err_entry& e);
 
   std::string provider_;
+  std::string rail_;
   int rank_;
   bool mr_local_ = false;
   bool hmem_ = false;
@@ -126,6 +143,7 @@ class Endpoint {
   size_t tx_posted_ = 0, rx_posted_ = 0;  // posted, not yet completed
   size_t tx_limit_ = 0, rx_limit_ = 0;    // the provider's queue sizes (0: no limit)
   std::vector<Op*> free_;
+  std::atomic<uint64_t> sent_{0}, recvd_{0};
 };
 
 }  // namespace dccl::net

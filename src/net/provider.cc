@@ -1,5 +1,7 @@
 #include "net/provider.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <rdma/fi_errno.h>
 
 #include <algorithm>
@@ -103,39 +105,132 @@ std::vector<std::string> available_providers() {
   return out;
 }
 
-ProviderInfo find_provider(const std::string& prov, std::string* why, bool want_hmem) {
-  ProviderInfo r;
-  int rc = 0;
-  // With want_hmem, every combination below first with FI_HMEM, then without (the
-  // provider does not offer it; viability then keeps device memory staged).
-  // First without FI_MR_LOCAL (host memory then needs no registration); only when the
-  // provider offers nothing that way, accept FI_MR_LOCAL and register internally.
-  // Manual progress preferred, any progress model accepted.
+namespace {
+
+// fi_getinfo with our hints for `prov`: the first combination that offers anything
+// (see find_provider), filtered to exact provider-name matches where there are
+// any. Empty list and *rc set when none.
+InfoPtr getinfo_list(const std::string& prov, bool want_hmem, int* rc) {
   for (int attempt = want_hmem ? 0 : 4; attempt < 8; ++attempt) {
     const bool hmem = attempt < 4, mr_local = attempt % 4 >= 2, manual = attempt % 2 == 0;
     InfoPtr hints = make_hints(prov, mr_local, manual, hmem);
     fi_info* list = nullptr;
-    rc = fi_getinfo(api_version(), nullptr, nullptr, 0, hints.get(), &list);
-    if (rc != 0 || !list) continue;
-    InfoPtr owner(list);
-    const fi_info* best = pick(list);
-    // A layered name ("tcp;ofi_rxm") must match exactly, not just its core provider.
-    if (best->fabric_attr->prov_name && prov != best->fabric_attr->prov_name) {
-      const fi_info* exact = nullptr;
-      for (const fi_info* i = list; i && !exact; i = i->next)
-        if (i->fabric_attr->prov_name && prov == i->fabric_attr->prov_name) exact = i;
-      if (exact) best = exact;
-    }
-    r.info.reset(fi_dupinfo(best));
-    if (!r.info) core::raise(dcclSystemError, "fi_dupinfo failed");
-    r.mr_local = (r.info->domain_attr->mr_mode & FI_MR_LOCAL) != 0;
-    r.hmem = (r.info->caps & FI_HMEM) != 0;
-    return r;
+    *rc = fi_getinfo(api_version(), nullptr, nullptr, 0, hints.get(), &list);
+    if (*rc == 0 && list) return InfoPtr(list);
+    if (list) fi_freeinfo(list);
   }
-  if (why)
-    *why = "fi_getinfo found no RDM endpoint with tagged, directed, send-after-send ordered "
-           "messages (" + std::string(fi_strerror(rc < 0 ? -rc : rc)) + ")";
+  return nullptr;
+}
+
+// A layered name ("tcp;ofi_rxm") must match exactly, not just its core provider.
+bool exact(const fi_info* i, const std::string& prov) {
+  return !i->fabric_attr->prov_name || prov == i->fabric_attr->prov_name;
+}
+
+ProviderInfo make_info(const fi_info* best) {
+  ProviderInfo r;
+  r.info.reset(fi_dupinfo(best));
+  if (!r.info) core::raise(dcclSystemError, "fi_dupinfo failed");
+  r.mr_local = (r.info->domain_attr->mr_mode & FI_MR_LOCAL) != 0;
+  r.hmem = (r.info->caps & FI_HMEM) != 0;
   return r;
+}
+
+std::string not_found(int rc) {
+  return "fi_getinfo found no RDM endpoint with tagged, directed, send-after-send ordered "
+         "messages (" + std::string(fi_strerror(rc < 0 ? -rc : rc)) + ")";
+}
+
+std::string address_text(const fi_info* i) {
+  char buf[INET6_ADDRSTRLEN] = {0};
+  if (i->addr_format == FI_SOCKADDR_IN && i->src_addr && i->src_addrlen >= sizeof(sockaddr_in))
+    inet_ntop(AF_INET, &static_cast<const sockaddr_in*>(i->src_addr)->sin_addr, buf, sizeof(buf));
+  else if (i->addr_format == FI_SOCKADDR_IN6 && i->src_addr && i->src_addrlen >= sizeof(sockaddr_in6))
+    inet_ntop(AF_INET6, &static_cast<const sockaddr_in6*>(i->src_addr)->sin6_addr, buf, sizeof(buf));
+  return buf;
+}
+
+// The exactly matching entries of `list` (all of them when none matches exactly).
+std::vector<const fi_info*> matching(const fi_info* list, const std::string& prov) {
+  std::vector<const fi_info*> out;
+  for (const fi_info* i = list; i; i = i->next)
+    if (exact(i, prov)) out.push_back(i);
+  if (out.empty())
+    for (const fi_info* i = list; i; i = i->next) out.push_back(i);
+  return out;
+}
+
+}  // namespace
+
+ProviderInfo find_provider(const std::string& prov, std::string* why, bool want_hmem) {
+  // With want_hmem, every combination first with FI_HMEM, then without (the
+  // provider does not offer it; viability then keeps device memory staged).
+  // First without FI_MR_LOCAL (host memory then needs no registration); only when the
+  // provider offers nothing that way, accept FI_MR_LOCAL and register internally.
+  // Manual progress preferred, any progress model accepted.
+  int rc = 0;
+  InfoPtr list = getinfo_list(prov, want_hmem, &rc);
+  if (!list) {
+    if (why) *why = not_found(rc);
+    return ProviderInfo{};
+  }
+  const fi_info* best = pick(list.get());
+  if (!exact(best, prov)) {
+    for (const fi_info* i = list.get(); i; i = i->next)
+      if (exact(i, prov)) {
+        best = i;
+        break;
+      }
+  }
+  return make_info(best);
+}
+
+std::vector<OfferedRail> offered_rails(const std::string& prov, std::string* why, bool want_hmem) {
+  std::vector<OfferedRail> out;
+  int rc = 0;
+  InfoPtr list = getinfo_list(prov, want_hmem, &rc);
+  if (!list) {
+    if (why) *why = not_found(rc);
+    return out;
+  }
+  for (const fi_info* i : matching(list.get(), prov)) {
+    OfferedRail o;
+    o.name = i->domain_attr && i->domain_attr->name ? i->domain_attr->name : "";
+    o.ipv4 = i->addr_format == FI_SOCKADDR_IN;
+    o.address = address_text(i);
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+std::vector<Rail> find_rails(const std::string& prov, const std::vector<std::string>& names, std::string* why,
+                             bool want_hmem) {
+  std::vector<Rail> out;
+  int rc = 0;
+  InfoPtr list = getinfo_list(prov, want_hmem, &rc);
+  if (!list) {
+    if (why) *why = not_found(rc);
+    if (!names.empty())  // a named interface cannot be checked: say so instead of ignoring it
+      core::raise(dcclInvalidArgument, "DCCL_NET_IFNAME is set but " + prov + " offers nothing: " + not_found(rc));
+    return out;
+  }
+  const std::vector<const fi_info*> infos = matching(list.get(), prov);
+  std::vector<OfferedRail> offered;
+  for (const fi_info* i : infos) {
+    OfferedRail o;
+    o.name = i->domain_attr && i->domain_attr->name ? i->domain_attr->name : "";
+    o.ipv4 = i->addr_format == FI_SOCKADDR_IN;
+    o.address = address_text(i);
+    offered.push_back(std::move(o));
+  }
+  for (size_t k : choose_rails(offered, names, prov)) {
+    Rail r;
+    r.name = offered[k].name;
+    r.address = offered[k].address;
+    r.info = make_info(infos[k]);
+    out.push_back(std::move(r));
+  }
+  return out;
 }
 
 }  // namespace dccl::net

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "net/fid.hpp"
+#include "net/rails.hpp"
 
 namespace dccl::net {
 
@@ -43,5 +44,23 @@ struct ProviderInfo {
 // want_hmem the hints never mention FI_HMEM. Returns an empty info and fills *why when
 // the provider cannot be used.
 ProviderInfo find_provider(const std::string& prov, std::string* why, bool want_hmem = false);
+
+// Every interface (domain) `prov` offers with those hints, one entry per fi_info in
+// the provider's order (tcp lists each interface once per address family).
+// Empty, with *why, when it offers nothing.
+std::vector<OfferedRail> offered_rails(const std::string& prov, std::string* why, bool want_hmem = false);
+
+// One rail to open: the interface and the fi_info for it.
+struct Rail {
+  std::string name;     // interface (domain) name
+  std::string address;  // its address, as text
+  ProviderInfo info;
+};
+// The rails of `prov` on this host (choose_rails over offered_rails, `names` from
+// DCCL_NET_IFNAME). Throws core::Error(dcclInvalidArgument) when a named interface
+// is not offered (naming those that are); empty, with *why, when `prov` offers
+// nothing and no name was given.
+std::vector<Rail> find_rails(const std::string& prov, const std::vector<std::string>& names, std::string* why,
+                             bool want_hmem = false);
 
 }  // namespace dccl::net

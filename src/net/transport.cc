@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <dirent.h>
 #include <map>
+#include <mutex>
 #include <unistd.h>
 #include <sys/syscall.h>
 #include <poll.h>
@@ -13,6 +14,8 @@
 #include <sched.h>
 #include <time.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 
@@ -21,6 +24,7 @@
 #include "net/blob.hpp"
 #include "net/endpoint.hpp"
 #include "net/provider.hpp"
+#include "net/rails.hpp"
 
 namespace dccl::net {
 
@@ -51,12 +55,16 @@ class FabricTransport final : public Transport {
  public:
   explicit FabricTransport(const TransportOptions& o);
   ~FabricTransport() override {
+    if (connected_)
+      for (const auto& line : rail_counters()) DCCL_INFO("net: rank %d %s", opts_.rank, line.c_str());
     for (auto& [a, fd] : pidfds_) close(fd);
   }
 
   std::string local_blob() const override;
   void connect(const std::vector<std::string>& blobs) override;
   std::string provider_summary() const override;
+  std::vector<std::string> topology() const override { return topology_lines(blobs_, forced_); }
+  std::vector<std::string> rail_counters() const override;
   std::string hmem_missing() const override;
   void isend(int peer, const void* buf, size_t len, uint64_t tag, Request* req,
              MemRegion* mr) override {
@@ -93,21 +101,31 @@ class FabricTransport final : public Transport {
 
  private:
   bool open(const std::string& prov, std::string* why);
+  bool open_rails(const std::string& prov, std::string* why);
   void post(bool send, int peer, void* buf, size_t len, uint64_t tag, Request* req,
             MemRegion* mr);
+  void post_striped(bool send, int peer, void* buf, size_t len, uint64_t tag, Request* req, MemRegion* mr);
   std::string describe_req(const Request& r) const;
   [[noreturn]] void unavailable(const std::string& what) const;
 
-  struct Route {
+  struct Lane {
     Endpoint* ep = nullptr;
     fi_addr_t addr = FI_ADDR_UNSPEC;
+  };
+  struct Route {
+    Lane home;                // the pair's rail: everything not striped
+    std::vector<Lane> lanes;  // striped pairs: rails [0, lanes), home among them; else empty
+    WireCut cut;
   };
 
   TransportOptions opts_;
   std::string forced_;  // "" = automatic
+  std::vector<std::string> ifnames_;  // DCCL_NET_IFNAME
   Blob self_;
-  std::vector<std::unique_ptr<Endpoint>> eps_;
+  std::vector<std::unique_ptr<Endpoint>> eps_;  // shm and/or the network provider's rails, in rail order
   std::vector<Route> routes_;
+  std::vector<Blob> blobs_;  // every rank's, for topology()
+  std::mutex stripe_mu_;     // posting a striped message
   std::map<fi_addr_t, int> pidfds_;  // same-host shm peers' processes
   bool abandoned_ = false;
   bool connected_ = false;
@@ -153,14 +171,25 @@ FabricTransport::FabricTransport(const TransportOptions& o) : opts_(o) {
   self_.host = o.host.empty() ? local_hostname() : o.host;
   self_.boot_id = local_boot_id();
   self_.pid = getpid();
+  self_.local_rank = std::max(o.local_rank, 0);
+  self_.local_size = std::max(o.local_size, 0);
+  self_.stripe_bytes = o.stripe_bytes;
+  try {
+    ifnames_ = parse_ifnames(o.ifnames);
+  } catch (const core::Error& e) {
+    core::raise(e.code(), core::describe(o.rank, "transport", e.what()));
+  }
 
   std::string why;
   if (!forced_.empty()) {
-    if (!open(forced_, &why)) unavailable("provider '" + forced_ + "' is unavailable: " + why);
+    const bool ok = forced_ == kTcpProvider ? open_rails(forced_, &why) : open(forced_, &why);
+    if (!ok) unavailable("provider '" + forced_ + "' is unavailable: " + why);
+    if (forced_ != kTcpProvider && !ifnames_.empty())
+      DCCL_INFO("net: DCCL_NET_IFNAME ignored: provider %s is opened once, without rails", forced_.c_str());
   } else {
     std::string why_tcp;
     bool shm = open(kShmProvider, &why);
-    bool tcp = open(kTcpProvider, &why_tcp);
+    bool tcp = open_rails(kTcpProvider, &why_tcp);
     if (!shm && !tcp)
       unavailable("neither shm (" + why + ") nor tcp;ofi_rxm (" + why_tcp + ") can be opened");
     if (!shm)
@@ -169,7 +198,48 @@ FabricTransport::FabricTransport(const TransportOptions& o) : opts_(o) {
       DCCL_INFO("net: tcp;ofi_rxm unavailable (%s); only same-host peers are reachable",
                 why_tcp.c_str());
   }
-  for (auto& ep : eps_) self_.endpoints.emplace_back(ep->provider(), ep->address());
+  for (auto& ep : eps_) {
+    self_.endpoints.emplace_back(ep->provider(), ep->address());
+    self_.rails.push_back(ep->rail());
+  }
+}
+
+// One endpoint per rail (net/rails.hpp): the interfaces DCCL_NET_IFNAME names, or
+// every non-loopback one the provider offers. A named rail must open; of the
+// default ones, those that fail are left out (with a warning).
+bool FabricTransport::open_rails(const std::string& prov, std::string* why) {
+  std::vector<Rail> rails;
+  try {
+    rails = find_rails(prov, ifnames_, why, opts_.want_hmem);
+  } catch (const core::Error& e) {
+    core::raise(e.code(), core::describe(opts_.rank, "transport", e.what()));
+  }
+  std::string names;
+  for (auto& r : rails) {
+    const bool hmem = r.info.hmem;
+    try {
+      eps_.push_back(std::make_unique<Endpoint>(prov, std::move(r.info), opts_.rank, opts_.nranks,
+                                                opts_.max_part_bytes, r.name));
+    } catch (const core::Error& e) {
+      if (!ifnames_.empty())
+        core::raise(dcclUnavailable, core::describe(opts_.rank, "transport",
+                                                    "rail " + r.name + " (DCCL_NET_IFNAME) cannot be opened: " +
+                                                        e.what()));
+      DCCL_WARN("net: %s rail %s (%s) left out: %s", prov.c_str(), r.name.c_str(), r.address.c_str(), e.what());
+      *why = e.what();
+      continue;
+    }
+    names += (names.empty() ? "" : ", ") + r.name + " (" + r.address + ")";
+    if (opts_.want_hmem)
+      DCCL_INFO("net: %s opened %s FI_HMEM", eps_.back()->label().c_str(),
+                hmem ? "with" : "without (the provider does not offer it)");
+  }
+  if (names.empty()) return false;
+  DCCL_INFO("net: %s rails of rank %d (local rank %d): %s%s", prov.c_str(), opts_.rank, self_.local_rank,
+            names.c_str(), ifnames_.empty() ? "" : " (DCCL_NET_IFNAME)");
+  if (eps_.back()->max_part() < (size_t(1) << 40))
+    DCCL_INFO("net: %s splits messages above %zu bytes", prov.c_str(), eps_.back()->max_part());
+  return true;
 }
 
 bool FabricTransport::open(const std::string& prov, std::string* why) {
@@ -202,17 +272,35 @@ std::string FabricTransport::local_blob() const { return self_.encode(); }
 
 std::string FabricTransport::provider_summary() const {
   std::vector<std::string> names;
-  for (const auto& ep : eps_) names.push_back(ep->provider());
+  for (const auto& ep : eps_)
+    if (std::find(names.begin(), names.end(), ep->provider()) == names.end()) names.push_back(ep->provider());
   return join(names, "+");
+}
+
+std::vector<std::string> FabricTransport::rail_counters() const {
+  std::vector<std::string> out;
+  for (const auto& ep : eps_)
+    if (!ep->rail().empty())
+      out.push_back(ep->label() + ": sent " + std::to_string(ep->sent_bytes()) + " bytes, received " +
+                    std::to_string(ep->recv_bytes()) + " bytes");
+  return out;
 }
 
 std::string FabricTransport::hmem_missing() const {
   if (eps_.empty()) return "no endpoint is open";
-  std::vector<std::string> lacking;
-  for (const auto& ep : eps_)
-    if (!ep->hmem()) lacking.push_back(ep->provider());
-  if (lacking.empty()) return "";
-  return "the " + join(lacking, ", ") + (lacking.size() == 1 ? " endpoint was" : " endpoints were") +
+  // "the tcp;ofi_rxm endpoints (rails eth0, eth1) were opened without FI_HMEM (...)"
+  std::vector<std::string> provs, rails;
+  size_t count = 0;
+  for (const auto& ep : eps_) {
+    if (ep->hmem()) continue;
+    ++count;
+    if (std::find(provs.begin(), provs.end(), ep->provider()) == provs.end()) provs.push_back(ep->provider());
+    if (!ep->rail().empty()) rails.push_back(ep->rail());
+  }
+  if (count == 0) return "";
+  return "the " + join(provs, ", ") + (count == 1 ? " endpoint" : " endpoints") +
+         (rails.empty() ? std::string() : (rails.size() == 1 ? " (rail " : " (rails ") + join(rails, ", ") + ")") +
+         (count == 1 ? " was" : " were") +
          " opened without FI_HMEM (" +
          (opts_.want_hmem ? "the provider does not offer it"
                           : "not requested: no device backend in this process") +
@@ -227,57 +315,70 @@ void FabricTransport::connect(const std::vector<std::string>& blobs) {
                 core::describe(rank, "connect",
                                std::to_string(blobs.size()) + " blobs for " +
                                    std::to_string(opts_.nranks) + " ranks"));
-  auto find_ep = [&](const std::string& prov) -> Endpoint* {
+  std::vector<Blob> all;
+  for (size_t r = 0; r < blobs.size(); ++r) all.push_back(Blob::decode(blobs[r], "rank " + std::to_string(r)));
+  // This rank's endpoints of one provider, in rail order (as published in self_).
+  auto mine = [&](const std::string& prov) {
+    std::vector<Endpoint*> v;
     for (auto& ep : eps_)
-      if (ep->provider() == prov) return ep.get();
-    return nullptr;
+      if (ep->provider() == prov) v.push_back(ep.get());
+    return v;
   };
   std::vector<Route> routes(blobs.size());
-  std::vector<int> users(eps_.size(), 0);
+  std::map<const Endpoint*, int> users;
+  std::map<std::string, int> peers_of;  // provider -> ranks routed through it
+  std::map<std::string, int> home_of;   // rail label -> ranks whose home rail it is
+  int striped = 0;
+  std::string stripe_rails;
   for (size_t r = 0; r < blobs.size(); ++r) {
-    const std::string who = "rank " + std::to_string(r);
-    Blob b = Blob::decode(blobs[r], who);
-    std::vector<std::string> theirs;
-    for (const auto& e : b.endpoints) theirs.push_back(e.first);
-    std::string prov;
-    if (!forced_.empty()) {
-      prov = forced_;
-    } else if (self_.same_host(b) && find_ep(kShmProvider) && b.address_for(kShmProvider)) {
-      prov = kShmProvider;
-    } else {
-      prov = kTcpProvider;
+    const Blob& b = all[r];
+    PairPlan plan;
+    try {
+      plan = plan_pair(self_, rank, b, static_cast<int>(r), forced_);
+    } catch (const core::Error& e) {
+      core::raise(e.code(), core::describe(rank, "connect", e.what()));
     }
-    Endpoint* ep = find_ep(prov);
-    const std::string* addr = b.address_for(prov);
-    if (!ep || !addr)
-      core::raise(dcclUnavailable,
-                  core::describe(rank, "connect",
-                                 "no common provider with " + who + " (host " + b.host +
-                                     ", offers " + join(theirs, ", ") + "; this rank on " +
-                                     self_.host + " offers " + provider_summary() + ")" +
-                                     (forced_.empty()
-                                          ? std::string()
-                                          : "; every rank must use the same DCCL_PROVIDER")));
-    routes[r].ep = ep;
-    routes[r].addr = ep->insert(*addr, static_cast<int>(r));
-    if (prov == kShmProvider && static_cast<int>(r) != rank && b.pid > 0) {
+    const std::vector<Endpoint*> eps = mine(plan.provider);
+    const std::vector<size_t> theirs = b.rails_of(plan.provider);
+    auto lane = [&](int i) {
+      Lane l;
+      l.ep = eps[static_cast<size_t>(i)];
+      l.addr = l.ep->insert(b.endpoints[theirs[static_cast<size_t>(i)]].second, static_cast<int>(r));
+      ++users[l.ep];
+      return l;
+    };
+    Route& rt = routes[r];
+    rt.home = lane(plan.home);
+    if (plan.lanes >= 2) {
+      rt.cut.part = SIZE_MAX;
+      for (int i = 0; i < plan.lanes; ++i) {
+        rt.lanes.push_back(i == plan.home ? rt.home : lane(i));
+        rt.cut.part = std::min(rt.cut.part, rt.lanes.back().ep->max_part());
+      }
+      rt.cut.lanes = plan.lanes;
+      rt.cut.stripe_min = plan.stripe_min;
+      rt.cut.home = plan.home;
+      ++striped;
+      std::vector<std::string> names;
+      for (const Endpoint* ep : eps) names.push_back(ep->rail());
+      stripe_rails = rail_list(names, plan.lanes);
+    }
+    ++peers_of[plan.provider];
+    if (!rt.home.ep->rail().empty()) ++home_of[rt.home.ep->rail()];
+    if (plan.provider == kShmProvider && static_cast<int>(r) != rank && b.pid > 0) {
       int fd = static_cast<int>(syscall(SYS_pidfd_open, b.pid, 0));
-      if (fd >= 0) pidfds_[routes[r].addr] = fd;
+      if (fd >= 0) pidfds_[rt.home.addr] = fd;
     }
-    for (size_t i = 0; i < eps_.size(); ++i)
-      if (eps_[i].get() == ep) ++users[i];
   }
-  // Automatic mode opened tcp;ofi_rxm in case a peer was remote: close what nobody uses.
-  std::string log;
+  // Automatic mode opened tcp;ofi_rxm in case a peer was remote, and every rail in
+  // case a pair chose it: close what nobody uses (keeping one endpoint at least).
   std::vector<std::unique_ptr<Endpoint>> keep;
-  for (size_t i = 0; i < eps_.size(); ++i) {
-    if (users[i] == 0 && forced_.empty()) continue;
-    log += (log.empty() ? "" : ", ") + eps_[i]->provider() + " for " + std::to_string(users[i]) +
-           (users[i] == 1 ? " rank" : " ranks");
-    keep.push_back(std::move(eps_[i]));
-  }
+  for (auto& ep : eps_)
+    if (users[ep.get()] > 0) keep.push_back(std::move(ep));
+  if (keep.empty() && !eps_.empty()) keep.push_back(std::move(eps_.front()));
   eps_ = std::move(keep);
   routes_ = std::move(routes);
+  blobs_ = std::move(all);
   for (auto& ep : eps_)
     if (ep->provider() == kShmProvider && !pidfds_.empty())
       ep->set_liveness([this](fi_addr_t a) {
@@ -287,8 +388,18 @@ void FabricTransport::connect(const std::vector<std::string>& blobs) {
         return poll(&p, 1, 0) == 0;  // readable once the process has exited
       });
   connected_ = true;
-  DCCL_INFO("net: rank %d of %d on %s uses %s", rank, opts_.nranks, self_.host.c_str(),
-            log.c_str());
+  // "shm for 3 ranks, tcp;ofi_rxm for 4 ranks (rails: eth0 for 2 ranks, eth1 for 2 ranks)"
+  auto ranks = [](int k) { return std::to_string(k) + (k == 1 ? " rank" : " ranks"); };
+  std::string log;
+  for (const auto& [prov, k] : peers_of) log += (log.empty() ? "" : ", ") + prov + " for " + ranks(k);
+  if (!home_of.empty()) {
+    std::string rails;
+    for (const auto& [rail, k] : home_of) rails += (rails.empty() ? "" : ", ") + rail + " for " + ranks(k);
+    log += " (rails: " + rails;
+    if (striped) log += "; large parts striped over " + stripe_rails + " for " + ranks(striped);
+    log += ")";
+  }
+  DCCL_INFO("net: rank %d of %d on %s uses %s", rank, opts_.nranks, self_.host.c_str(), log.c_str());
 }
 
 void FabricTransport::post(bool send, int peer, void* buf, size_t len, uint64_t tag,
@@ -307,16 +418,48 @@ void FabricTransport::post(bool send, int peer, void* buf, size_t len, uint64_t 
   req->peer = peer;
   req->tag = tag;
   req->is_send = send;
-  const Route& rt = routes_[peer];
-  void* desc = mr ? mr->desc_for(rt.ep) : nullptr;
-  rt.ep->post(send, rt.addr, buf, len, tag, desc, req);
+  const Route& rt = routes_[static_cast<size_t>(peer)];
+  if (!rt.lanes.empty() && len >= rt.cut.stripe_min) return post_striped(send, peer, buf, len, tag, req, mr);
+  void* desc = mr ? mr->desc_for(rt.home.ep) : nullptr;
+  rt.home.ep->post(send, rt.home.addr, buf, len, tag, desc, req);
+}
+
+// The pair's wire cut: parts, and pieces of those at least stripe_min long on every
+// lane; each lane gets its pieces in message order (receives match in that order).
+void FabricTransport::post_striped(bool send, int peer, void* buf, size_t len, uint64_t tag, Request* req,
+                                   MemRegion* mr) {
+  const Route& rt = routes_[static_cast<size_t>(peer)];
+  const size_t n = rt.cut.count(len);
+  // One striped message at a time, so that two threads' messages cannot reach the
+  // lanes in different orders (each lane must see the receiver's order).
+  std::lock_guard<std::mutex> lk(stripe_mu_);
+  req->pending_parts.store(static_cast<int>(n), std::memory_order_release);
+  size_t posted = 0;
+  std::string cause;
+  rt.cut.each(len, [&](int lane, size_t off, size_t plen) {
+    if (!cause.empty()) return;
+    const Lane& l = rt.lanes[static_cast<size_t>(lane)];
+    cause = l.ep->post_one(send, l.addr, static_cast<char*>(buf) + off, plen, tag,
+                           mr ? mr->desc_for(l.ep) : nullptr, req);
+    if (cause.empty()) ++posted;
+    else cause += " (piece " + std::to_string(posted + 1) + "/" + std::to_string(n) + ")";
+  });
+  if (cause.empty()) return;
+  req->fail(cause);
+  req->parts_done(static_cast<int>(n - posted));  // never posted
+  core::raise(dcclSystemError,
+              core::describe(opts_.rank, std::string(send ? "isend to" : "irecv from") + " rank " + std::to_string(peer),
+                             cause));
 }
 
 std::string FabricTransport::describe_req(const Request& r) const {
   std::string s = std::string(r.is_send ? "send to" : "recv from") + " rank " +
                   std::to_string(r.peer) + " (tag " + hex(r.tag);
-  if (r.peer >= 0 && static_cast<size_t>(r.peer) < routes_.size() && routes_[r.peer].ep)
-    s += ", " + routes_[r.peer].ep->provider();
+  if (r.peer >= 0 && static_cast<size_t>(r.peer) < routes_.size() && routes_[static_cast<size_t>(r.peer)].home.ep) {
+    const Route& rt = routes_[static_cast<size_t>(r.peer)];
+    s += ", " + rt.home.ep->label();
+    if (!rt.lanes.empty()) s += ", striped over " + std::to_string(rt.lanes.size()) + " rails";
+  }
   return s + ")";
 }
 

@@ -12,21 +12,36 @@ namespace dccl::net {
 
 // One outstanding send or receive. The transport fills `done`/`failed`/`error`
 // when its completion is read; it must stay alive (not move) until then.
+// A request may be carried by several messages (parts above the part size, pieces
+// striped over rails) completing on different endpoints, hence the atomics.
 struct Request {
   std::atomic<bool> done{false};
   bool failed = false;
-  size_t bytes = 0;       // bytes completed (receives: actual length)
+  std::atomic<size_t> bytes{0};  // bytes completed (receives: actual length)
   std::string error;      // provider text when failed
   int peer = -1;
   uint64_t tag = 0;
   bool is_send = false;
-  int pending_parts = 0;  // internal: messages split over max_msg_size
+  std::atomic<int> pending_parts{0};  // internal: messages still in flight
+  std::atomic<bool> fail_claimed{false};  // internal: the first failure writes `error`
   void reset() {
     done.store(false, std::memory_order_relaxed);
     failed = false;
-    bytes = 0;
+    bytes.store(0, std::memory_order_relaxed);
     error.clear();
-    pending_parts = 0;
+    pending_parts.store(0, std::memory_order_relaxed);
+    fail_claimed.store(false, std::memory_order_relaxed);
+  }
+  // Internal: records a failure (the first one's text wins); visible once done.
+  void fail(const std::string& text) {
+    if (fail_claimed.exchange(true, std::memory_order_acq_rel)) return;
+    error = text;
+    failed = true;
+  }
+  // Internal: `n` messages of this request finished (or will never be posted); the
+  // last one marks the request done.
+  void parts_done(int n = 1) {
+    if (pending_parts.fetch_sub(n, std::memory_order_acq_rel) <= n) done.store(true, std::memory_order_release);
   }
 };
 
@@ -41,6 +56,13 @@ struct TransportOptions {
   std::chrono::milliseconds timeout{600000};
   size_t max_part_bytes = 0;  // > 0: split messages above this size (tests); 0: provider limit
   std::string host;           // "" = gethostname(); tests set it to emulate several hosts
+  // Rails (net/rails.hpp). local_rank: this process's place on its host, the same
+  // for every communicator of the process (it picks the rank's rail); local_size:
+  // ranks on its host (1 allows striping; 0: unknown, never striped).
+  int local_rank = 0;
+  int local_size = 0;
+  std::string ifnames;        // DCCL_NET_IFNAME: "" = every non-loopback interface the provider offers
+  uint64_t stripe_bytes = 0;  // DCCL_NET_STRIPE_BYTES: stripe parts of at least this size (0: never)
   // Ask the endpoints for FI_HMEM + FI_MR_HMEM where the provider offers them (and open
   // without where not): set when this process has a device backend whose memory the
   // NIC must reach. Host-only runs leave it off and open exactly what they always did.
@@ -58,14 +80,20 @@ class Transport {
   virtual void connect(const std::vector<std::string>& blobs) = 0;
   // Human readable: "shm" or "tcp;ofi_rxm" or "shm+tcp;ofi_rxm".
   virtual std::string provider_summary() const = 0;
+  // After connect(): every rank's rails and how each pair of ranks is connected, as
+  // this rank plans it (net/rails.hpp topology_lines); one line each.
+  virtual std::vector<std::string> topology() const { return {}; }
+  // Bytes completed per rail endpoint in use: "tcp;ofi_rxm on eth0: sent N, received M".
+  virtual std::vector<std::string> rail_counters() const { return {}; }
   // "" when every endpoint in use (after connect(): those routing some peer) was opened
   // with FI_HMEM; otherwise which providers' endpoints lack it, and why.
   virtual std::string hmem_missing() const { return "this transport does not report FI_HMEM"; }
 
   // Post a tagged send/recv to/from `peer`. Posting never blocks: what the provider
   // cannot take yet (-FI_EAGAIN) is queued in call order and posted by progress()/wait().
-  // A peer may be self. Messages above the part size are split; the receiver must then
-  // post the same length as the sender (parts are matched one by one).
+  // A peer may be self. Messages above the part size are split, and parts of at least
+  // the pair's stripe size are striped over its rails (net/rails.hpp WireCut); the
+  // receiver must then post the same length as the sender (parts are matched one by one).
   virtual void isend(int peer, const void* buf, size_t len, uint64_t tag, Request* req,
                      MemRegion* mr = nullptr) = 0;
   virtual void irecv(int peer, void* buf, size_t len, uint64_t tag, Request* req,

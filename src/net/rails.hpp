@@ -1,0 +1,121 @@
+// Rails: the network interfaces (NICs) a rank sends through, the rail each pair of
+// ranks uses, and the wire cut that stripes large parts across rails. Everything
+// here is a pure function of its arguments (the transport feeds it what the
+// provider offers and what the peers published), unit-tested without a network.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "net/blob.hpp"
+
+namespace dccl::net {
+
+// At most this many rails per rank (bounds the blob; 16 NICs per host is plenty).
+inline constexpr int kMaxRails = 16;
+// Striped pieces start on this alignment (pages): both ends derive it from the length.
+inline constexpr size_t kStripeAlign = 4096;
+
+// One interface (libfabric domain) the network provider offers on this host.
+struct OfferedRail {
+  std::string name;     // domain name: the interface for tcp (eth0, ens5, ...)
+  bool ipv4 = false;    // offered with an IPv4 address (the one we then use)
+  std::string address;  // "198.18.0.1" (text, for messages and dccl-info)
+};
+
+// True for the interfaces that are never a rail unless named: loopback, and the
+// container/VM bridges whose addresses repeat on every host (docker*, virbr*).
+bool excluded_by_default(const std::string& name);
+
+// Name order with digit runs compared as numbers: eth2 < eth10, ib0 < ib1.
+bool natural_less(const std::string& a, const std::string& b);
+
+// DCCL_NET_IFNAME: "a,b" -> {"a", "b"} (blanks around names trimmed; "" -> {}).
+// Throws core::Error(dcclInvalidArgument) on an empty item, a duplicate, or more
+// than kMaxRails names.
+std::vector<std::string> parse_ifnames(const std::string& setting);
+
+// The rails to open, as indices into `offered`, in rail order. With `names`:
+// exactly those, in that order; throws core::Error(dcclInvalidArgument) naming
+// the missing one and what is offered. Without: every interface offered with IPv4
+// except excluded_by_default() ones, by natural_less() name order (at most kMaxRails);
+// when there is none, the one the provider would use alone (first IPv4, else the
+// first offered). Empty only when nothing is offered.
+std::vector<size_t> choose_rails(const std::vector<OfferedRail>& offered, const std::vector<std::string>& names,
+                                 const std::string& provider);
+
+// How two ranks reach each other: the same answer at both ends (a pure, symmetric
+// function of their blobs), since a receive posted on one endpoint only matches
+// messages arriving at that endpoint.
+struct PairPlan {
+  std::string provider;  // "shm", "tcp;ofi_rxm", or the forced provider
+  int home = 0;          // rail index (at both ends) for everything not striped
+  int lanes = 1;         // >= 2: parts of at least stripe_min bytes go over rails [0, lanes)
+  uint64_t stripe_min = 0;
+};
+
+// Provider: the forced one if any; else shm when both ranks are on one host and
+// both offer shm; else tcp;ofi_rxm. Rail: the local rank of the lower-numbered
+// rank of the pair, modulo the smaller rail count (ranks with the same local rank
+// meet on that rail: rail-aligned traffic, as NCCL binds GPU g to NIC g).
+// Striping: not over shm, both ranks alone on their hosts (local size 1), both with
+// striping on (stripe bytes > 0) and >= 2 rails: lanes = the smaller rail count,
+// stripe_min = the larger of their stripe sizes.
+// Throws core::Error(dcclUnavailable) when the two have no provider in common.
+PairPlan plan_pair(const Blob& a, int rank_a, const Blob& b, int rank_b, const std::string& forced);
+
+// The wire cut of one message: parts of `part` bytes in order (the last shorter);
+// a part of at least stripe_min bytes, when lanes >= 2, is cut into up to `lanes`
+// pieces of stripe_piece() bytes, piece k on rail k; every other part goes whole
+// on rail `home`. Sender and receiver derive the same cut from the length alone;
+// a staged sender posting one part per slot produces the same pieces.
+struct WireCut {
+  size_t part = 1;
+  int lanes = 1;
+  uint64_t stripe_min = 0;
+  int home = 0;
+
+  bool stripes(size_t part_len) const { return lanes >= 2 && stripe_min > 0 && part_len >= stripe_min; }
+  // Calls f(rail, offset, length) for every message the cut makes, in posting order.
+  template <class F>
+  void each(size_t len, F&& f) const {
+    if (len == 0) return f(home, size_t{0}, size_t{0});
+    for (size_t off = 0; off < len;) {
+      const size_t plen = len - off < part ? len - off : part;
+      if (!stripes(plen)) {
+        f(home, off, plen);
+      } else {
+        const size_t q = stripe_piece(plen, lanes);
+        int lane = 0;
+        for (size_t p = 0; p < plen; p += q) f(lane++, off + p, plen - p < q ? plen - p : q);
+      }
+      off += plen;
+    }
+  }
+  size_t count(size_t len) const {
+    size_t n = 0;
+    each(len, [&](int, size_t, size_t) { ++n; });
+    return n;
+  }
+  // ceil(part_len / lanes) rounded up to kStripeAlign (so at most `lanes` pieces).
+  static size_t stripe_piece(size_t part_len, int lanes);
+};
+
+// Launcher variables naming this process's place on its host, in the order read:
+// DCCL_LOCAL_RANK, LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID,
+// SLURM_LOCALID (the list the CUDA backend picks its device by). Returns the first
+// valid one (>= 0) and names it in *source, else -1.
+int launcher_local_rank(std::string* source);
+
+// "eth0+eth1" for rails [0, n) of `names` ("rail k" where a name is unknown).
+std::string rail_list(const std::vector<std::string>& names, int n);
+
+// Human-readable topology from every rank's blob, as `viewer` (with its forced
+// provider) plans it: one line per rank (host, local rank, rails) and, up to
+// `max_pairs_ranks` ranks, one per pair ("rank 0 -> 2: tcp;ofi_rxm on rail eth1");
+// above it, pair counts per route.
+std::vector<std::string> topology_lines(const std::vector<Blob>& blobs, const std::string& forced,
+                                        int max_pairs_ranks = 16);
+
+}  // namespace dccl::net

@@ -1,0 +1,219 @@
+// The transport over two rails on one machine: the first non-loopback interface
+// and loopback (DCCL_NET_IFNAME-style list), forked ranks on emulated hosts.
+// Striped and unstriped messages arrive intact and in order; both rails carry
+// bytes when striping, only the pair's rail otherwise; an unknown interface fails
+// creation naming what exists.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "net/provider.hpp"
+#include "net/rails.hpp"
+#include "net/transport.hpp"
+
+namespace dccl::net {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+#define CHILD_CHECK(cond)                                                                                   \
+  do {                                                                                                      \
+    if (!(cond)) {                                                                                          \
+      fprintf(stderr, "[child %d] %s:%d: check failed: %s\n", getpid(), __FILE__, __LINE__, #cond);         \
+      _exit(2);                                                                                             \
+    }                                                                                                       \
+  } while (0)
+
+// <dir>/<key>.<rank> files; progresses `t` while waiting for the others.
+std::vector<std::string> exchange(const std::string& dir, const std::string& key, int rank, int n,
+                                  const std::string& data, Transport* t = nullptr) {
+  const std::string path = dir + "/" + key + "." + std::to_string(rank);
+  {
+    std::ofstream f(path + ".tmp", std::ios::binary);
+    f.write(data.data(), static_cast<std::streamsize>(data.size()));
+  }
+  fs::rename(path + ".tmp", path);
+  std::vector<std::string> out(static_cast<size_t>(n));
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
+  for (int r = 0; r < n; ++r) {
+    const std::string p = dir + "/" + key + "." + std::to_string(r);
+    while (!fs::exists(p)) {
+      CHILD_CHECK(Clock::now() < deadline);
+      if (t) t->progress();
+      usleep(50);
+    }
+    std::ifstream f(p, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    out[static_cast<size_t>(r)] = ss.str();
+  }
+  return out;
+}
+
+// The first non-loopback IPv4 interface tcp offers, or "" (then the tests skip).
+std::string other_interface() {
+  std::string why;
+  for (const auto& o : offered_rails(kTcpProvider, &why))
+    if (o.ipv4 && !excluded_by_default(o.name)) return o.name;
+  return "";
+}
+
+TransportOptions rail_opts(const std::string& ifnames, int local_rank, int local_size, uint64_t stripe) {
+  TransportOptions o;
+  o.provider = "tcp";
+  o.timeout = std::chrono::milliseconds(30000);
+  o.ifnames = ifnames;
+  o.local_rank = local_rank;
+  o.local_size = local_size;
+  o.stripe_bytes = stripe;
+  o.max_part_bytes = 256 << 10;
+  o.nranks = 2;
+  return o;
+}
+
+// Two forked ranks on hosts "h0" and "h1" run body(rank, transport).
+void run_pair(TransportOptions base, const std::function<void(int, Transport&)>& body) {
+  char tmpl[] = "/tmp/dccl_rails_test_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  std::vector<pid_t> pids;
+  fflush(stdout);
+  fflush(stderr);
+  for (int r = 0; r < 2; ++r) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      int code = 0;
+      try {
+        TransportOptions o = base;
+        o.rank = r;
+        o.host = "h" + std::to_string(r);
+        auto t = Transport::create(o);
+        t->connect(exchange(dir, "blob", r, 2, t->local_blob()));
+        body(r, *t);
+        exchange(dir, "done", r, 2, "x", t.get());
+      } catch (const std::exception& e) {
+        fprintf(stderr, "[rank %d] exception: %s\n", r, e.what());
+        code = 3;
+      }
+      fflush(stderr);
+      _exit(code);
+    }
+    pids.push_back(pid);
+  }
+  for (int r = 0; r < 2; ++r) {
+    int st = 0;
+    ASSERT_EQ(waitpid(pids[static_cast<size_t>(r)], &st, 0), pids[static_cast<size_t>(r)]);
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "rank " << r << " status " << st;
+  }
+  fs::remove_all(dir);
+}
+
+uint8_t pattern(int src, size_t i, int salt) { return static_cast<uint8_t>(src * 131 + i * 7 + (i >> 12) + salt * 13); }
+
+// Each rank sends `lens` (one tag, in order) to the other and receives the same.
+// `staged`: the sender posts each message part by part (256 KiB each), as the
+// staged path does, while the receiver posts whole messages.
+void exchange_messages(int rank, Transport& t, const std::vector<size_t>& lens, bool staged = false) {
+  const int peer = 1 - rank;
+  std::vector<std::vector<uint8_t>> out, in;
+  std::vector<std::unique_ptr<Request>> reqs;
+  std::vector<Request*> ptrs;
+  for (size_t k = 0; k < lens.size(); ++k) {
+    in.emplace_back(lens[k] + 1, 0xee);
+    reqs.push_back(std::make_unique<Request>());
+    t.irecv(peer, in.back().data(), lens[k], 7, reqs.back().get());
+    ptrs.push_back(reqs.back().get());
+  }
+  for (size_t k = 0; k < lens.size(); ++k) {
+    out.emplace_back(lens[k]);
+    for (size_t i = 0; i < lens[k]; ++i) out.back()[i] = pattern(rank, i, static_cast<int>(k));
+    const size_t part = staged ? 256 << 10 : lens[k] + 1;
+    for (size_t off = 0; off == 0 || off < lens[k]; off += part) {
+      reqs.push_back(std::make_unique<Request>());
+      t.isend(peer, out.back().data() + off, std::min(part, lens[k] - off), 7, reqs.back().get());
+      ptrs.push_back(reqs.back().get());
+    }
+  }
+  t.wait(ptrs.data(), ptrs.size(), "rails exchange");
+  for (size_t k = 0; k < lens.size(); ++k) {
+    CHILD_CHECK(reqs[k]->bytes == lens[k]);
+    for (size_t i = 0; i < lens[k]; ++i) CHILD_CHECK(in[k][i] == pattern(peer, i, static_cast<int>(k)));
+    CHILD_CHECK(in[k][lens[k]] == 0xee);
+  }
+}
+
+// "tcp;ofi_rxm on lo: sent N bytes, ..." -> N for the rail, -1 when not listed.
+long long sent_on(const Transport& t, const std::string& rail) {
+  for (const auto& line : t.rail_counters()) {
+    const std::string head = std::string(kTcpProvider) + " on " + rail + ": sent ";
+    if (line.rfind(head, 0) == 0) return std::stoll(line.substr(head.size()));
+  }
+  return -1;
+}
+
+TEST(TransportRails, UnknownInterfaceFailsNamingWhatExists) {
+  for (const char* prov : {"tcp", ""}) {
+    TransportOptions o = rail_opts("lo,nosuch0", 0, 1, 0);
+    o.provider = prov;
+    o.nranks = 1;
+    try {
+      Transport::create(o);
+      ADD_FAILURE() << "created with DCCL_NET_IFNAME=lo,nosuch0";
+    } catch (const core::Error& e) {
+      const std::string w = e.what();
+      EXPECT_EQ(e.code(), dcclInvalidArgument);
+      EXPECT_NE(w.find("rank 0"), std::string::npos) << w;
+      EXPECT_NE(w.find("no interface 'nosuch0'"), std::string::npos) << w;
+      EXPECT_NE(w.find("offered: "), std::string::npos) << w;
+      EXPECT_NE(w.find("lo (127.0.0.1)"), std::string::npos) << w;
+    }
+  }
+}
+
+TEST(TransportRails, StripedOverBothRails) {
+  const std::string other = other_interface();
+  if (other.empty()) GTEST_SKIP() << "tcp offers no non-loopback interface here";
+  run_pair(rail_opts(other + ",lo", 0, 1, 64 << 10), [&](int rank, Transport& t) {
+    // Below, at and above the stripe size, several parts, a short tail; in order.
+    exchange_messages(rank, t, {0, 1, (64 << 10) - 1, 64 << 10, (1 << 20) + 7, 3 << 20, 100});
+    // A sender posting part by part meets a receiver posting the whole.
+    exchange_messages(rank, t, {(1 << 20) + 4096, 5 << 18}, true);
+    CHILD_CHECK(sent_on(t, other) > (2 << 20));
+    CHILD_CHECK(sent_on(t, "lo") > (2 << 20));
+    CHILD_CHECK(t.topology().size() == 3);
+    CHILD_CHECK(t.topology()[2].find("rank 0 -> 1: tcp;ofi_rxm striped over rails " + other + "+lo") == 0);
+  });
+}
+
+TEST(TransportRails, OneRailPerPairWithoutStriping) {
+  const std::string other = other_interface();
+  if (other.empty()) GTEST_SKIP() << "tcp offers no non-loopback interface here";
+  // Two ranks per host (local size 2): never striped. Both local rank 1: rail 1 (lo);
+  // the other rail, unused, is closed.
+  run_pair(rail_opts(other + ",lo", 1, 2, 64 << 10), [&](int rank, Transport& t) {
+    exchange_messages(rank, t, {1, 3 << 20});
+    CHILD_CHECK(sent_on(t, "lo") >= (3 << 20));
+    CHILD_CHECK(sent_on(t, other) == -1);
+  });
+  // Striping off (0) with one rank per host: the lower rank's local rank (0) picks.
+  run_pair(rail_opts(other + ",lo", 0, 1, 0), [&](int rank, Transport& t) {
+    exchange_messages(rank, t, {3 << 20});
+    CHILD_CHECK(sent_on(t, other) >= (3 << 20));
+    CHILD_CHECK(sent_on(t, "lo") == -1);
+  });
+}
+
+}  // namespace
+}  // namespace dccl::net
