@@ -25,6 +25,22 @@ dcclResult_t make_comm(dcclComm_t* out, const boot::UniqueIdData& id, int nranks
   *out = c;
   return dcclSuccess;
 }
+
+// Ends the communicator's work (queued work cancelled, the running call finished or
+// aborted), then frees it. A call still inside after the abort (stuck in the
+// provider) keeps the communicator allocated: a leak, never a free under a thread.
+void close_and_free(dcclComm* comm, const char* fn) {
+  if (comm->impl->quiesce()) {
+    delete comm;
+    return;
+  }
+  core::Communicator* c = comm->impl.release();
+  const std::string t = std::to_string(c->config().timeout_s);
+  delete comm;
+  core::raise(dcclTimeout, core::describe(c->rank(), fn, "a call aborted " + t + " s (DCCL_TIMEOUT_S) after " + fn +
+                                                             " began has not returned " + t +
+                                                             " s later; the communicator is left allocated"));
+}
 }  // namespace
 
 extern "C" {
@@ -95,14 +111,14 @@ dcclResult_t dcclCommDestroy(dcclComm_t comm) {
     if (!comm) core::raise(dcclInvalidArgument, "dcclCommDestroy: comm is NULL");
     if (!api::unregister_comm(comm))
       core::raise(dcclInvalidUsage, "dcclCommDestroy: comm is not a live communicator (destroyed twice?)");
-    delete comm;
+    close_and_free(comm, "dcclCommDestroy");
   });
 }
 
 dcclResult_t dcclCommAbort(dcclComm_t comm) {
   return api::guard("dcclCommAbort", [&] {
     api::comm_of(comm, "dcclCommAbort").abort();
-    if (api::unregister_comm(comm)) delete comm;
+    if (api::unregister_comm(comm)) close_and_free(comm, "dcclCommAbort");
   });
 }
 

@@ -11,11 +11,43 @@
 
 #include "bootstrap/unique_id.hpp"
 #include "core/log.hpp"
+#include "core/types.hpp"
 #include "mem/backend.hpp"
 #include "net/provider.hpp"
 #include "net/rails.hpp"
 
 namespace dccl::core {
+
+namespace {
+// "all_reduce #3 (1024 x float32)", "send to rank 1 (…)"; a group names its first call.
+std::string what_of(std::span<const sched::Op> ops) {
+  if (ops.empty()) return "submit";
+  const sched::Op& op = ops[0];
+  std::string s = op.coll == tune::Coll::SendRecv
+                      ? std::string(op.is_send ? "send to" : "recv from") + " rank " + std::to_string(op.peer)
+                      : std::string(tune::coll_name(op.coll)) + " #" + std::to_string(op.seq);
+  s += " (" + std::to_string(op.count) + " x " + dtype_name(op.dt) + ")";
+  if (ops.size() > 1) s = "group of " + std::to_string(ops.size()) + " calls starting with " + s;
+  return s;
+}
+}  // namespace
+
+// Stream work holds the gate, not the communicator: once quiesce() closed it, work
+// still queued fails when its stream reaches it, without touching the communicator.
+struct Communicator::Gate {
+  std::mutex mu;
+  Communicator* comm;  // null once closed
+  int rank;
+  uint64_t queued = 0;  // submissions on streams that have not reached the communicator
+  std::string why;      // why it closed
+  Gate(Communicator* c, int r) : comm(c), rank(r) {}
+  Communicator* enter(std::span<const sched::Op> ops) {
+    std::lock_guard<std::mutex> lk(mu);
+    if (!comm) raise(dcclInvalidUsage, describe(rank, what_of(ops), "cancelled: " + why));
+    --queued;
+    return comm;
+  }
+};
 
 Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
                            std::unique_ptr<boot::StoreServer> server, const std::string& ns, Place place)
@@ -112,12 +144,9 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
 }
 
 Communicator::~Communicator() {
-  // Queued submissions refer to this object: let them run out (they fail fast once
-  // the communicator failed or was aborted), within the timeout.
-  {
-    std::unique_lock<std::mutex> lk(order_mu_);
-    order_cv_.wait_for(lk, std::chrono::seconds(cfg_.timeout_s), [&] { return turn_ == next_ticket_; });
-  }
+  // No path frees state that a submission still uses, whatever the timeout
+  // (dcclCommDestroy leaks the communicator instead of coming here then).
+  while (!quiesce()) DCCL_WARN("destroy: an aborted operation has still not returned; waiting for it");
   levels_.reset();  // every rank destroys its sub-communicators at the same point
   watchdog_.reset();
   if (cfg_.stats) {
@@ -139,8 +168,9 @@ Communicator::~Communicator() {
       DCCL_INFO("destroy: leaving without the other ranks: %s", e.what());
     }
   }
-  // After a failure the provider may still hold cancelled operations: do not close it.
-  if (failed_.load() && net_) net_->abandon();
+  // After a failure the provider may still hold cancelled operations: do not close it
+  // (unless the failure is only quiesce()'s notice of cancelled work, with none in flight).
+  if (failed_.load() && !announced_ && net_) net_->abandon();
   // Scratch and paths before the transport, transport before the store.
   smem_.reset();
   for (auto& p : res_.scratch) p.reset();
@@ -314,23 +344,26 @@ void Communicator::record_error(const Error& e) {
 
 void Communicator::run_ticket(uint64_t ticket, std::span<const sched::Op> ops) {
   log_set_rank(rank_);
+  struct Leave {
+    Communicator* c;
+    uint64_t ticket;
+    ~Leave() { c->leave(ticket); }
+  } leave{this, ticket};
   {
     std::unique_lock<std::mutex> lk(order_mu_);
-    auto ready = [&] { return turn_ == ticket || aborted_.load(); };
+    auto ready = [&] { return turn_ == ticket || aborted_.load() || closing_; };
     bool ok = ready() || order_cv_.wait_for(lk, std::chrono::seconds(cfg_.timeout_s), ready);
+    if (closing_) {
+      ++refused_;
+      raise(dcclInvalidUsage, describe(rank_, what_of(ops), std::string("refused: ") +
+                                                                 (aborted_.load() ? "dcclCommAbort" : "dcclCommDestroy") +
+                                                                 " was called while it waited for its turn"));
+    }
     if (!ok)
       raise(dcclTimeout, describe(rank_, "submit", "earlier operations on this communicator did not "
                                                    "finish within DCCL_TIMEOUT_S"));
+    if (turn_ == ticket) running_ = ops;
   }
-  struct Advance {
-    Communicator* c;
-    ~Advance() {
-      // Notify under the lock: a destructor waiting for the last turn may free the cv.
-      std::lock_guard<std::mutex> lk(c->order_mu_);
-      ++c->turn_;
-      c->order_cv_.notify_all();
-    }
-  } advance{this};
   if (aborted_.load()) raise(dcclInvalidUsage, describe(rank_, "submit", "communicator was aborted"));
   if (async_code_.load() != dcclSuccess)
     raise(async_code_.load(), describe(rank_, "submit", "communicator failed earlier: " + async_error_text()));
@@ -365,18 +398,104 @@ void Communicator::run_ticket(uint64_t ticket, std::span<const sched::Op> ops) {
   }
 }
 
+void Communicator::leave(uint64_t ticket) {
+  // Notify under the lock: quiesce() waiting for the last one may free the cv.
+  std::lock_guard<std::mutex> lk(order_mu_);
+  if (ticket == turn_) {
+    running_ = {};
+    ++turn_;
+    for (auto it = std::find(skipped_.begin(), skipped_.end(), turn_); it != skipped_.end();
+         it = std::find(skipped_.begin(), skipped_.end(), turn_)) {
+      skipped_.erase(it);
+      ++turn_;
+    }
+  } else {
+    skipped_.push_back(ticket);  // left before its turn (refused, aborted, timed out)
+  }
+  --inside_;
+  order_cv_.notify_all();
+}
+
 uint64_t Communicator::take_ticket() {
   std::lock_guard<std::mutex> lk(order_mu_);
+  ++inside_;
   return next_ticket_++;
 }
 
 void Communicator::submit(std::vector<sched::Op> ops, sched::Stream* stream) {
-  const uint64_t ticket = take_ticket();
   if (!stream) {
-    run_ticket(ticket, ops);
+    run_ticket(take_ticket(), ops);
     return;
   }
-  stream->enqueue([this, ticket, ops = std::move(ops)] { run_ticket(ticket, ops); });
+  std::shared_ptr<Gate> gate;
+  uint64_t ticket;
+  {
+    std::lock_guard<std::mutex> lk(order_mu_);
+    if (!gate_) gate_ = std::make_shared<Gate>(this, rank_);
+    gate = gate_;
+    std::lock_guard<std::mutex> g(gate->mu);
+    if (!gate->comm) raise(dcclInvalidUsage, describe(rank_, what_of(ops), "the communicator is being destroyed"));
+    ++gate->queued;
+    ++inside_;
+    ticket = next_ticket_++;
+  }
+  try {
+    stream->enqueue([gate, ticket, ops = std::move(ops)] { gate->enter(ops)->run_ticket(ticket, ops); });
+  } catch (...) {
+    {
+      std::lock_guard<std::mutex> g(gate->mu);
+      --gate->queued;
+    }
+    leave(ticket);
+    throw;
+  }
+}
+
+bool Communicator::quiesce() {
+  std::unique_lock<std::mutex> lk(order_mu_);
+  if (quiesced_) return true;
+  const bool first = !closing_;
+  const bool by_abort = aborted_.load();  // dcclCommAbort came first
+  const std::string fn = by_abort ? "dcclCommAbort" : "dcclCommDestroy";
+  if (first) {
+    closing_ = true;
+    uint64_t cancelled = 0;
+    if (gate_) {
+      std::lock_guard<std::mutex> g(gate_->mu);
+      cancelled = gate_->queued;
+      gate_->comm = nullptr;
+      gate_->why = std::string("the communicator was ") + (by_abort ? "aborted" : "destroyed") + " with " +
+                   std::to_string(cancelled) + " operation" + (cancelled == 1 ? "" : "s") +
+                   " still queued (synchronize its streams first)";
+    }
+    inside_ -= cancelled;
+    refused_ += cancelled;  // counted with the refused calls from here on
+    order_cv_.notify_all();
+    if (cancelled > 0) DCCL_INFO("%s: cancelled %" PRIu64 " queued operations", fn.c_str(), cancelled);
+  }
+  // The running submission is bounded by DCCL_TIMEOUT_S through its own waits;
+  // past that it is aborted, which stops its waits at once.
+  const auto bound = std::chrono::seconds(cfg_.timeout_s);
+  auto idle = [&] { return inside_ == 0; };
+  if (first && !order_cv_.wait_for(lk, bound, idle)) {
+    std::string what = running_.empty() ? "an operation" : what_of(running_);
+    lk.unlock();
+    stop(describe(rank_, fn, what + " was still running " + std::to_string(cfg_.timeout_s) +
+                                 " s (DCCL_TIMEOUT_S) after " + fn + " began: aborted it"));
+    lk.lock();
+  }
+  if (!order_cv_.wait_for(lk, bound, idle)) return false;
+  quiesced_ = true;
+  const uint64_t lost = refused_;
+  lk.unlock();
+  // The other ranks' matching calls would wait for this rank in vain: stop them now.
+  if (lost > 0 && !failed_.load()) {
+    announced_ = true;
+    stop("rank " + std::to_string(rank_) + (by_abort ? " aborted" : " destroyed") +
+         " the communicator with " + std::to_string(lost) + " operation" + (lost == 1 ? "" : "s") +
+         " still queued or waiting for their turn");
+  }
+  return true;
 }
 
 void Communicator::submit_one(const sched::Op& op, sched::Stream* stream) {
@@ -384,12 +503,14 @@ void Communicator::submit_one(const sched::Op& op, sched::Stream* stream) {
   run_ticket(take_ticket(), std::span<const sched::Op>(&op, 1));
 }
 
-void Communicator::abort() {
+void Communicator::abort() { stop("rank " + std::to_string(rank_) + " aborted the communicator"); }
+
+void Communicator::stop(const std::string& text) {
   aborted_.store(true);
   if (levels_) levels_->abort();
-  std::string text = "rank " + std::to_string(rank_) + " aborted the communicator";
   if (!failed_.load() && watchdog_) watchdog_->announce(dcclRemoteError, text);
   set_failed(dcclRemoteError, text);
+  std::lock_guard<std::mutex> lk(order_mu_);
   order_cv_.notify_all();
 }
 

@@ -69,6 +69,15 @@ class Communicator {
 
   void abort();
   bool aborted() const { return aborted_.load(); }
+  // Ends this communicator's work before its state goes (the destructor calls it;
+  // dcclCommDestroy/Abort first, to leak rather than wait past its bound): queued
+  // submissions that have not started are cancelled (they fail on their stream,
+  // naming why), calls waiting for their turn are refused, and the running one may
+  // finish within DCCL_TIMEOUT_S, then is aborted. When work was cancelled or
+  // refused, the other ranks are told (their matching calls would never complete).
+  // True once no submission is inside; false when one is still inside
+  // DCCL_TIMEOUT_S after the abort (stuck in the provider).
+  bool quiesce();
   dcclResult_t async_error() const { return async_code_.load(); }
   std::string async_error_text() const;
   dcclStats_t stats() const;
@@ -76,6 +85,9 @@ class Communicator {
  private:
   uint64_t take_ticket();  // the submission's place in this communicator's order
   void run_ticket(uint64_t ticket, std::span<const sched::Op> ops);
+  void leave(uint64_t ticket);  // the submission is out of this communicator
+  // Fails in-flight and later work with `text`, and tells the other ranks.
+  void stop(const std::string& text);
   void record_error(const Error& e);
   // Stops this communicator's work: in-flight waits and later calls fail with `text`.
   void set_failed(dcclResult_t code, const std::string& text);
@@ -112,6 +124,17 @@ class Communicator {
   std::condition_variable order_cv_;
   uint64_t next_ticket_ = 0;   // given to the next submission
   uint64_t turn_ = 0;          // submission allowed to run now
+  std::vector<uint64_t> skipped_;  // tickets that left before their turn: the turn passes them
+  uint64_t inside_ = 0;        // tickets taken, neither cancelled nor out of run_ticket yet
+  std::span<const sched::Op> running_;  // the submission holding the turn
+  uint64_t refused_ = 0;       // calls refused while waiting for their turn at quiesce()
+  bool closing_ = false;       // quiesce() began: waiting calls are refused
+  bool quiesced_ = false;
+  bool announced_ = false;     // quiesce() told the other ranks of cancelled work (nothing was in flight)
+  // Queued stream work reaches this communicator through its gate, which quiesce()
+  // closes: cancelled work then fails on its stream without touching this object.
+  struct Gate;
+  std::shared_ptr<Gate> gate_;
   std::atomic<bool> aborted_{false};
   std::atomic<dcclResult_t> async_code_{dcclSuccess};
   mutable std::mutex err_mu_;

@@ -1,6 +1,8 @@
 // dcclStream_t: an ordered execution queue served by one worker thread.
 // Work runs in submission order; the first error is kept and reported by
-// synchronize()/query().
+// synchronize()/query(). Several communicators may share a stream, and a stream
+// may outlive a communicator: work of a destroyed communicator that was still
+// queued fails when reached (naming why) and the others' work runs on.
 #pragma once
 #include <atomic>
 #include <condition_variable>
