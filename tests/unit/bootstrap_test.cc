@@ -15,6 +15,7 @@
 #include "bootstrap/store.hpp"
 #include "bootstrap/unique_id.hpp"
 #include "bootstrap/wire.hpp"
+#include "catch_error.hpp"
 #include "core/error.hpp"
 
 using namespace dccl::boot;
@@ -23,17 +24,6 @@ using dccl::core::Error;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-template <class F>
-Error catch_error(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected a dccl::core::Error";
-  return Error(dcclSuccess, "");
-}
 
 std::unique_ptr<StoreServer> local_server(const StoreLimits& lim = {}) {
   return StoreServer::start("127.0.0.1", 0, random_secret(), lim);

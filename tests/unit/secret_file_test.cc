@@ -13,6 +13,7 @@
 
 #include "bootstrap/secret_file.hpp"
 #include "bootstrap/store.hpp"
+#include "catch_error.hpp"
 #include "core/error.hpp"
 
 using namespace dccl::boot;
@@ -21,17 +22,6 @@ using dccl::core::Error;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-template <class F>
-Error catch_error(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected a dccl::core::Error";
-  return Error(dcclSuccess, "");
-}
 
 bool exists(const std::string& p) {
   struct stat st{};
