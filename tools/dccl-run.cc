@@ -454,6 +454,7 @@ int main(int argc, char** argv) {
     spec.hosts = static_cast<int>(opt.ranks_per_host.size());
     spec.rails = opt.rails;
     spec.rate_bps = opt.rate_bps;
+    spec.mtu = opt.mtu;
     net = dcclrun::EmuNet::create(spec, own_path, old_mask, &why);
     if (!net) {
       say("--hosts: " + why);

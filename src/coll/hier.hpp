@@ -38,6 +38,17 @@ class Levels {
   virtual bool blocked() const = 0;
   virtual void local(const SubOp& op) = 0;
   virtual void cross(const SubOp& op) = 0;
+  // A cross-host step that runs beside the caller's next local steps (on the
+  // levels' own worker, so the network stays busy while the host copies and
+  // reduces). At most one at a time: cross_wait() ends it and throws its error.
+  // cross_drain() is for unwinding: it stops a step still running (aborting the
+  // cross-host communicator) and waits for it, never throwing.
+  virtual void cross_start(const SubOp& op) = 0;
+  virtual void cross_wait() = 0;
+  virtual void cross_drain() noexcept = 0;
+  // Bytes of the whole vector per pipelined piece of a large hierarchical
+  // allreduce (DCCL_HIER_PIECE_BYTES; 0: one piece).
+  virtual size_t piece_bytes() const = 0;
   // buf[i] /= n on buf's memory (dcclAvg's last step).
   virtual void divide(void* buf, size_t count, dcclDataType_t dt, int n) = 0;
   // Scratch of `bytes` in the same kind of memory as `like`, kept for later calls

@@ -199,7 +199,8 @@ void Communicator::make_levels() {
   if (!cfg_.hier || topo_.nhosts() < 2 || !topo_.uniform() || topo_.local_size < 2) return;
   std::unique_ptr<Communicator> local = split(topo_.host, topo_.local_rank);
   std::unique_ptr<Communicator> cross = split(topo_.local_rank, topo_.host);
-  levels_ = std::make_unique<CommLevels>(topo_, cfg_.timeout_s * 1000, std::move(local), std::move(cross));
+  levels_ = std::make_unique<CommLevels>(topo_, cfg_.timeout_s * 1000, cfg_.hier_piece_bytes, std::move(local),
+                                         std::move(cross));
   res_.levels = levels_.get();
   tuner_->set_levels(true, topo_.blocked());
   if (rank_ == 0)
@@ -242,6 +243,8 @@ void Communicator::check_same_settings() {
                      " DCCL_CHUNK_BYTES=" + std::to_string(cfg_.chunk_bytes) + " DCCL_ALGO='" + cfg_.algo + "'" +
                      " DCCL_SMEM_BYTES=" + std::to_string(cfg_.smem_bytes) +
                      " DCCL_SMEM_CHUNK_BYTES=" + std::to_string(cfg_.smem_chunk_bytes) +
+                     " DCCL_HIER=" + std::to_string(cfg_.hier) +
+                     " DCCL_HIER_PIECE_BYTES=" + std::to_string(cfg_.hier_piece_bytes) +
                      " FI_OFI_RXM_EAGER_LIMIT=" + (rxm_eager_.empty() ? "(default)" : rxm_eager_);
   std::vector<std::string> all = boot_->allgather(mine);
   for (size_t r = 0; r < all.size(); ++r)

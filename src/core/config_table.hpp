@@ -12,6 +12,7 @@
   X(chunk_bytes, "DCCL_CHUNK_BYTES", Bytes, "0", "Pipeline chunk size; 0 lets the tuner choose")  \
   X(host_id, "DCCL_HOST_ID", Str, "", "Names this rank's host: ranks with the same id share a host (shm, shared segment, hierarchy); empty: hostname + boot id") \
   X(hier, "DCCL_HIER", Bool, "1", "Across hosts with the same number of ranks each: build intra-host and cross-host sub-communicators for hierarchical algorithms (0: flat algorithms only)") \
+  X(hier_piece_bytes, "DCCL_HIER_PIECE_BYTES", Bytes, "4M", "Hierarchical allreduce above 64 KiB runs in pieces of this many bytes, the cross-host step of one piece beside the intra-host steps of its neighbours (0: one piece)") \
   X(net_ifname, "DCCL_NET_IFNAME", Str, "", "Network rails (NICs) by interface name, comma list in rail order, exact names; init fails naming what exists when one is not offered. Empty: every non-loopback IPv4 interface tcp;ofi_rxm offers (docker*, virbr* left out). A rank's rail is its local rank mod the rail count") \
   X(net_stripe_bytes, "DCCL_NET_STRIPE_BYTES", Bytes, "128K", "With one rank per host and >= 2 rails at both ends: message parts of at least this size are cut into one piece per rail (0: never stripe)") \
   X(socket_ifname, "DCCL_SOCKET_IFNAME", Str, "", "Interface for the bootstrap store; empty: the one that reaches the root") \
@@ -39,6 +40,7 @@
   R("DCCL_TIMEOUT_S", 1, 31536000) /* one year */                 \
   R("DCCL_CHUNK_BYTES", 0, 1ULL << 30)                            \
   R("DCCL_NET_STRIPE_BYTES", 0, 1ULL << 30)                       \
+  R("DCCL_HIER_PIECE_BYTES", 0, 1ULL << 30)                       \
   R("DCCL_STAGING_SLOT_BYTES", 4096, 1ULL << 30)                  \
   R("DCCL_STAGING_SLOTS", 2, 1024)                                \
   R("DCCL_REG_CACHE_BYTES", 0, 16ULL << 40)                       \

@@ -7,9 +7,13 @@
 
 namespace dccl::core {
 
-CommLevels::CommLevels(const tune::Topology& topo, int64_t timeout_ms, std::unique_ptr<Communicator> local,
-                       std::unique_ptr<Communicator> cross)
-    : topo_(topo), timeout_ms_(timeout_ms), local_(std::move(local)), cross_(std::move(cross)) {}
+CommLevels::CommLevels(const tune::Topology& topo, int64_t timeout_ms, size_t piece_bytes,
+                       std::unique_ptr<Communicator> local, std::unique_ptr<Communicator> cross)
+    : topo_(topo),
+      timeout_ms_(timeout_ms),
+      piece_bytes_(piece_bytes),
+      local_(std::move(local)),
+      cross_(std::move(cross)) {}
 
 CommLevels::~CommLevels() {
   for (Temp& t : temp_)
@@ -29,7 +33,7 @@ void* CommLevels::temp(size_t bytes, const void* like) {
   return t.p;
 }
 
-void CommLevels::run(Communicator& c, const coll::SubOp& s) {
+void CommLevels::run(Communicator& c, const coll::SubOp& s, sched::Stream* stream) {
   sched::Op op;
   switch (s.coll) {
     case coll::SubColl::AllReduce: op.coll = tune::Coll::AllReduce; break;
@@ -50,15 +54,46 @@ void CommLevels::run(Communicator& c, const coll::SubOp& s) {
     ~RestoreLogRank() { log_set_rank(rank); }
   } restore{topo_.rank};
   try {
-    c.submit_one(op, nullptr);
+    c.submit_one(op, stream);
   } catch (const Error& e) {
     throw Error(e.code(), std::string(&c == local_.get() ? "intra-host " : "cross-host ") + tune::coll_name(op.coll) +
                               " step failed: " + e.what());
   }
 }
 
-void CommLevels::local(const coll::SubOp& op) { run(*local_, op); }
-void CommLevels::cross(const coll::SubOp& op) { run(*cross_, op); }
+void CommLevels::local(const coll::SubOp& op) { run(*local_, op, nullptr); }
+void CommLevels::cross(const coll::SubOp& op) { run(*cross_, op, nullptr); }
+
+void CommLevels::cross_start(const coll::SubOp& op) {
+  if (cross_running_) throw Error(dcclInternalError, "cross-host step started while another is running");
+  if (!worker_) worker_ = std::make_unique<sched::Stream>();
+  run(*cross_, op, worker_.get());
+  cross_running_ = true;
+}
+
+void CommLevels::cross_wait() {
+  if (!cross_running_) return;
+  cross_running_ = false;
+  try {
+    // The step's own waits are bounded by the timeout, so it ends or fails: wait
+    // for it whatever its length (its buffers are in use until then).
+    while (!worker_->wait_idle(timeout_ms_)) {
+    }
+  } catch (const Error& e) {
+    throw Error(e.code(), std::string("cross-host step failed: ") + e.what());
+  }
+}
+
+void CommLevels::cross_drain() noexcept {
+  if (!cross_running_) return;
+  cross_running_ = false;
+  try {
+    if (!worker_->wait_idle(0)) cross_->abort();
+    while (!worker_->wait_idle(timeout_ms_)) {
+    }
+  } catch (...) {
+  }
+}
 
 void CommLevels::divide(void* buf, size_t count, dcclDataType_t dt, int n) {
   mem::Backend& be = mem::backend_of(buf);

@@ -7,6 +7,7 @@
 #include "coll/hier.hpp"
 #include "dccl/dccl.h"
 #include "mem/backend.hpp"
+#include "sched/stream.hpp"
 #include "tune/topology.hpp"
 
 namespace dccl::core {
@@ -15,7 +16,7 @@ class Communicator;
 
 class CommLevels final : public coll::Levels {
  public:
-  CommLevels(const tune::Topology& topo, int64_t timeout_ms, std::unique_ptr<Communicator> local,
+  CommLevels(const tune::Topology& topo, int64_t timeout_ms, size_t piece_bytes, std::unique_ptr<Communicator> local,
              std::unique_ptr<Communicator> cross);
   ~CommLevels() override;
 
@@ -28,6 +29,10 @@ class CommLevels final : public coll::Levels {
   bool blocked() const override { return topo_.blocked(); }
   void local(const coll::SubOp& op) override;
   void cross(const coll::SubOp& op) override;
+  void cross_start(const coll::SubOp& op) override;
+  void cross_wait() override;
+  void cross_drain() noexcept override;
+  size_t piece_bytes() const override { return piece_bytes_; }
   void divide(void* buf, size_t count, dcclDataType_t dt, int n) override;
   void* temp(size_t bytes, const void* like) override;
 
@@ -36,10 +41,15 @@ class CommLevels final : public coll::Levels {
   void add_stats(dcclStats_t* s) const;
 
  private:
-  void run(Communicator& c, const coll::SubOp& op);
+  void run(Communicator& c, const coll::SubOp& op, sched::Stream* stream);
   tune::Topology topo_;
   int64_t timeout_ms_;
+  size_t piece_bytes_;
   std::unique_ptr<Communicator> local_, cross_;
+  // The worker of cross_start(); declared after the communicators so that it is
+  // joined before they go.
+  std::unique_ptr<sched::Stream> worker_;
+  bool cross_running_ = false;
   struct Temp {
     mem::Backend* be = nullptr;
     void* p = nullptr;

@@ -87,15 +87,19 @@ void Stream::rethrow_locked() {
   throw core::Error(err_code_, err_text_);
 }
 
-void Stream::synchronize(int64_t timeout_ms) {
+bool Stream::wait_idle(int64_t timeout_ms) {
   poll_briefly([&] { return outstanding_.load(std::memory_order_acquire) == 0; });
   std::unique_lock<std::mutex> lk(mu_);
-  bool ok = cv_idle_.wait_for(lk, std::chrono::milliseconds(timeout_ms),
-                              [&] { return queue_.empty() && !busy_; });
-  if (!ok)
+  if (!cv_idle_.wait_for(lk, std::chrono::milliseconds(timeout_ms), [&] { return queue_.empty() && !busy_; }))
+    return false;
+  rethrow_locked();
+  return true;
+}
+
+void Stream::synchronize(int64_t timeout_ms) {
+  if (!wait_idle(timeout_ms))
     throw core::Error(dcclTimeout, "stream synchronize: work still pending after " +
                                        std::to_string(timeout_ms / 1000) + " s");
-  rethrow_locked();
 }
 
 bool Stream::query() {

@@ -26,6 +26,9 @@ class Stream {
   // Blocks until every queued item ran; throws the first error (then clears it).
   // dcclTimeout after timeout_ms.
   void synchronize(int64_t timeout_ms);
+  // Like synchronize(), but returns false when work is still pending after
+  // timeout_ms instead of throwing (the caller decides whether to wait on).
+  bool wait_idle(int64_t timeout_ms);
   // True when idle; throws the first error like synchronize().
   bool query();
 

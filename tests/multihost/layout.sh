@@ -3,7 +3,7 @@
 #   - block-wise placement (5 ranks on 3 hosts: 2+2+1), explicit A+B+..., and
 #     DCCL_LOCAL_RANK / DCCL_LOCAL_SIZE per emulated host;
 #   - hostname dccl-h<h>, eth<r> = 198.18.<r>.<h+1>/24 per rail, loopback up;
-#   - a tbf qdisc on eth<r> with --rate;
+#   - a tbf qdisc on eth<r> with --rate, its MTU with --mtu;
 #   - usage errors (exit 2) and a one-line reason without root (exit 1).
 # usage: layout.sh DCCL_RUN. Exit 77 (skipped) where hosts cannot be emulated.
 . "$(dirname "$0")/lib.sh"
@@ -12,7 +12,8 @@ run=$1
 probe='echo "rank=$DCCL_RANK/$DCCL_WORLD_SIZE local=$DCCL_LOCAL_RANK/$DCCL_LOCAL_SIZE host=$(hostname)" \
   "lo=$(ip -o link show lo | grep -c "UP,LOWER_UP")" \
   "addr=$(ip -o -4 addr show scope global | awk "{print \$2 \"=\" \$4}" | sort | tr "\n" " ")" \
-  "qdisc=$(tc qdisc show dev eth0 | awk "{print \$2}")"'
+  "qdisc=$(tc qdisc show dev eth0 | awk "{print \$2}")" \
+  "$(ip -o link show eth0 | grep -o "mtu [0-9]*" | tr " " =)"'
 
 expect() {  # expect "DCCL-RUN OPTIONS" LINE... : each line printed by the rank of that number
   local opts=$1 out
@@ -26,15 +27,15 @@ $out"
 }
 
 expect "--hosts 3 -n 5" \
-  "[0] rank=0/5 local=0/2 host=dccl-h0 lo=1 addr=eth0=198.18.0.1/24  qdisc=noqueue" \
-  "[1] rank=1/5 local=1/2 host=dccl-h0 lo=1 addr=eth0=198.18.0.1/24  qdisc=noqueue" \
-  "[2] rank=2/5 local=0/2 host=dccl-h1 lo=1 addr=eth0=198.18.0.2/24  qdisc=noqueue" \
-  "[3] rank=3/5 local=1/2 host=dccl-h1 lo=1 addr=eth0=198.18.0.2/24  qdisc=noqueue" \
-  "[4] rank=4/5 local=0/1 host=dccl-h2 lo=1 addr=eth0=198.18.0.3/24  qdisc=noqueue"
-expect "--hosts 1+3 --rails 2 --rate 1gbit" \
-  "[0] rank=0/4 local=0/1 host=dccl-h0 lo=1 addr=eth0=198.18.0.1/24 eth1=198.18.1.1/24  qdisc=tbf" \
-  "[1] rank=1/4 local=0/3 host=dccl-h1 lo=1 addr=eth0=198.18.0.2/24 eth1=198.18.1.2/24  qdisc=tbf" \
-  "[3] rank=3/4 local=2/3 host=dccl-h1 lo=1 addr=eth0=198.18.0.2/24 eth1=198.18.1.2/24  qdisc=tbf"
+  "[0] rank=0/5 local=0/2 host=dccl-h0 lo=1 addr=eth0=198.18.0.1/24  qdisc=noqueue mtu=1500" \
+  "[1] rank=1/5 local=1/2 host=dccl-h0 lo=1 addr=eth0=198.18.0.1/24  qdisc=noqueue mtu=1500" \
+  "[2] rank=2/5 local=0/2 host=dccl-h1 lo=1 addr=eth0=198.18.0.2/24  qdisc=noqueue mtu=1500" \
+  "[3] rank=3/5 local=1/2 host=dccl-h1 lo=1 addr=eth0=198.18.0.2/24  qdisc=noqueue mtu=1500" \
+  "[4] rank=4/5 local=0/1 host=dccl-h2 lo=1 addr=eth0=198.18.0.3/24  qdisc=noqueue mtu=1500"
+expect "--hosts 1+3 --rails 2 --rate 1gbit --mtu 9000" \
+  "[0] rank=0/4 local=0/1 host=dccl-h0 lo=1 addr=eth0=198.18.0.1/24 eth1=198.18.1.1/24  qdisc=tbf mtu=9000" \
+  "[1] rank=1/4 local=0/3 host=dccl-h1 lo=1 addr=eth0=198.18.0.2/24 eth1=198.18.1.2/24  qdisc=tbf mtu=9000" \
+  "[3] rank=3/4 local=2/3 host=dccl-h1 lo=1 addr=eth0=198.18.0.2/24 eth1=198.18.1.2/24  qdisc=tbf mtu=9000"
 
 usage() {  # usage "DCCL-RUN OPTIONS" "part of the message"
   local out
@@ -48,7 +49,9 @@ usage "--hosts 3+1 -n 3" "--hosts 3+1: places 4 ranks but -n is 3"
 usage "--hosts 4 -n 2" "--hosts 4: every host runs at least one rank, but -n is 2"
 usage "--hosts 2" "--hosts 2: needs -n N"
 usage "--hosts 2+x" "'x' is not a number of ranks"
-usage "-n 2 --rails 2" "--rails, --rate and --keep-net need --hosts"
+usage "-n 2 --rails 2" "--rails, --rate, --mtu and --keep-net need --hosts"
+usage "-n 2 --mtu 9000" "--rails, --rate, --mtu and --keep-net need --hosts"
+usage "--hosts 2 -n 2 --mtu 100" "--mtu needs a number of bytes from 576 to 65535"
 usage "--hosts 2 -n 2 --rails 0" "--rails needs a number of interfaces from 1 to 16"
 usage "--hosts 2 -n 2 --rate fast" "--rate fast: needs a number with a unit"
 

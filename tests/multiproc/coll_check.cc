@@ -1,7 +1,7 @@
 // Multi-process correctness sweep, run under dccl-run: every collective x dtype x
 // op, in place and out of place, several counts and algorithm settings, each
 // result compared with a float64 / exact-integer reference computed here.
-//   coll_check [--suite small|large] [--mem host|sim]
+//   coll_check [--suite small|mid|large] [--mem host|sim]
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -237,7 +237,7 @@ int main(int argc, char** argv) {
       std::string m = argv[++i];
       g_mem = m == "sim" ? dcclMemSim : m == "cuda" ? dcclMemCuda : dcclMemHost;
     } else {
-      fprintf(stderr, "usage: coll_check [--suite small|large] [--mem host|sim|cuda]\n");
+      fprintf(stderr, "usage: coll_check [--suite small|mid|large] [--mem host|sim|cuda]\n");
       return 2;
     }
   }
@@ -261,7 +261,10 @@ int main(int argc, char** argv) {
     settings = {{"", "", false},
                 {"allreduce:ring", "", false},
                 {"allreduce:rhd,broadcast:tree,reduce:tree,allgather:bruck", "", false}};
-  const std::vector<size_t> counts = {0, 1, 7, 1001};
+  // mid: one count above the hierarchy's 64 KiB split for 4-byte types, the
+  // tuner's choices only (run with a small DCCL_HIER_PIECE_BYTES: many pieces).
+  if (suite == "mid") settings = {{"", "", false}};
+  const std::vector<size_t> counts = suite == "mid" ? std::vector<size_t>{40009} : std::vector<size_t>{0, 1, 7, 1001};
   dcclStream_t stream;
   if (dcclStreamCreate(&stream) != dcclSuccess) return 3;
   for (const Setting& st : settings) {

@@ -183,9 +183,9 @@ std::string delete_netns(const std::string& ip, const std::vector<std::string>& 
 
 }  // namespace
 
-TbfParams tbf_for(uint64_t rate_bps) {
+TbfParams tbf_for(uint64_t rate_bps, int mtu) {
   TbfParams p;
-  p.burst_bytes = std::max<uint64_t>(rate_bps / 8 / 1000, 16384);
+  p.burst_bytes = std::max<uint64_t>({rate_bps / 8 / 1000, 16384, 2 * static_cast<uint64_t>(mtu)});
   p.latency_ms = 50;
   return p;
 }
@@ -286,6 +286,7 @@ bool EmuNet::build(std::string* why) {
     for (int r = 0; r < spec_.rails; ++r) {
       const std::string dev = port(h, r);
       b += "link add " + dev + " type veth peer name " + named("eth", r) + " netns " + ns_name(h) + "\n";
+      if (spec_.mtu > 0) b += "link set " + dev + " mtu " + std::to_string(spec_.mtu) + "\n";
       b += "link set " + dev + " master " + named("br", r) + " up\n";
     }
   }
@@ -298,6 +299,7 @@ bool EmuNet::build(std::string* why) {
     for (int r = 0; r < spec_.rails; ++r) {
       const std::string dev = named("eth", r);
       hb += "addr add " + address(h, r) + "/24 dev " + dev + "\n";
+      if (spec_.mtu > 0) hb += "link set " + dev + " mtu " + std::to_string(spec_.mtu) + "\n";
       hb += "link set " + dev + " up\n";
     }
     // A default route, as every cloud host has: programs that pick "the
@@ -309,7 +311,7 @@ bool EmuNet::build(std::string* why) {
     }
   }
   if (spec_.rate_bps > 0) {
-    const TbfParams t = tbf_for(spec_.rate_bps);
+    const TbfParams t = tbf_for(spec_.rate_bps, spec_.mtu);
     auto tbf = [&](const std::string& dev) {
       return "qdisc replace dev " + dev + " root tbf rate " + std::to_string(spec_.rate_bps) + "bit burst " +
              std::to_string(t.burst_bytes) + " latency " + std::to_string(t.latency_ms) + "ms\n";
@@ -385,8 +387,9 @@ std::string EmuNet::summary() const {
                   std::to_string(spec_.hosts - 1) + ", switch " + switch_ns() + "), " + std::to_string(spec_.rails) +
                   (spec_.rails == 1 ? " rail" : " rails") + " (198.18.<rail>.<host+1>/24), store on " +
                   store_address();
+  if (spec_.mtu > 0) s += ", MTU " + std::to_string(spec_.mtu);
   if (spec_.rate_bps > 0) {
-    const TbfParams t = tbf_for(spec_.rate_bps);
+    const TbfParams t = tbf_for(spec_.rate_bps, spec_.mtu);
     s += ", links shaped to " + rate_text(spec_.rate_bps) + " both ways (tbf burst " +
          std::to_string(t.burst_bytes) + " B, latency " + std::to_string(t.latency_ms) + " ms)";
   }

@@ -27,16 +27,18 @@ struct NetSpec {
   int hosts = 1;
   int rails = 1;
   uint64_t rate_bps = 0;  // 0: links not shaped
+  int mtu = 0;            // of every veth end (the bridges follow); 0: the kernel's default
 };
 
 // tbf parameters for a rate: burst = 1 ms of traffic at the rate, at least 16 KiB
-// (above a full frame; smaller GSO packets pass whole); latency 50 ms (the queue
+// and two frames of the MTU (a frame above the burst would be dropped; smaller GSO
+// packets pass whole); latency 50 ms (the queue
 // holds at most 50 ms of traffic, beyond it packets are dropped).
 struct TbfParams {
   uint64_t burst_bytes = 0;
   int latency_ms = 0;
 };
-TbfParams tbf_for(uint64_t rate_bps);
+TbfParams tbf_for(uint64_t rate_bps, int mtu);
 std::string rate_text(uint64_t rate_bps);  // "1gbit", "2.5gbit", "100mbit"
 
 // What is missing to emulate hosts here ("" when nothing): root, ip, and tc

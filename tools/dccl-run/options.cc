@@ -116,7 +116,7 @@ uint64_t parse_rate(const std::string& text, std::string* why) {
 void print_run_usage(FILE* f) {
   std::fprintf(f,
       "usage: dccl-run -n N [--env K=V]... [--timeout SEC] [--keep-going] [--] prog [args...]\n"
-      "       dccl-run --hosts H|A+B+... [-n N] [--rails R] [--rate RATE] [--keep-net] ...\n"
+      "       dccl-run --hosts H|A+B+... [-n N] [--rails R] [--rate RATE] [--mtu BYTES] [--keep-net] ...\n"
       "  Starts N local ranks of prog with DCCL_RANK, DCCL_WORLD_SIZE, DCCL_LOCAL_RANK,\n"
       "  DCCL_LOCAL_SIZE and DCCL_ID (the rendezvous store, hosted by dccl-run) set,\n"
       "  and prefixes each line they print with \"[rank] \".\n"
@@ -128,6 +128,8 @@ void print_run_usage(FILE* f) {
       "  --hosts A+B+...   A ranks on host 0, B on host 1, ...; -n defaults to the sum\n"
       "  --rails R         R interfaces per emulated host, one bridge per rail (default 1)\n"
       "  --rate RATE       shape every emulated link with tbf, both ways (e.g. 1gbit, 100mbit)\n"
+      "  --mtu BYTES       MTU of every emulated interface, 576..65535 (default 1500;\n"
+      "                    cloud instance networks use jumbo frames, e.g. 9001)\n"
       "  --keep-net        leave the emulated network in place after the job (debugging)\n"
       "  --keep-going      when a rank fails, let the others run to their own end (or\n"
       "                    --timeout) instead of ending them (fault tests)\n"
@@ -152,8 +154,8 @@ int parse_run_args(int argc, char** argv, RunOptions* opt, std::string* error) {
     out->assign(argv[++a]);
     return 1;
   };
-  std::string hosts, rails, rate;
-  bool emu_flag = false;  // --rails, --rate or --keep-net given
+  std::string hosts, rails, rate, mtu;
+  bool emu_flag = false;  // --rails, --rate, --mtu or --keep-net given
   for (; a < argc; ++a) {
     const std::string arg = argv[a];
     std::string v;
@@ -210,6 +212,10 @@ int parse_run_args(int argc, char** argv, RunOptions* opt, std::string* error) {
       if (m == 2) return 2;
       rate = v;
       emu_flag = true;
+    } else if ((m = value(arg, "--mtu", &v))) {
+      if (m == 2) return 2;
+      mtu = v;
+      emu_flag = true;
     } else if (arg == "--keep-net") {
       opt->keep_net = emu_flag = true;
     } else if (arg == "--keep-going") {
@@ -223,7 +229,7 @@ int parse_run_args(int argc, char** argv, RunOptions* opt, std::string* error) {
   }
   for (; a < argc; ++a) opt->argv.emplace_back(argv[a]);
   if (hosts.empty() && emu_flag) {
-    *error = "--rails, --rate and --keep-net need --hosts";
+    *error = "--rails, --rate, --mtu and --keep-net need --hosts";
     return 2;
   }
   if (!hosts.empty()) {
@@ -249,6 +255,16 @@ int parse_run_args(int argc, char** argv, RunOptions* opt, std::string* error) {
     if (!rate.empty() && (opt->rate_bps = parse_rate(rate, &why)) == 0) {
       *error = "--rate " + rate + ": " + why;
       return 2;
+    }
+    if (!mtu.empty()) {
+      char* end = nullptr;
+      errno = 0;
+      const long m2 = std::strtol(mtu.c_str(), &end, 10);
+      if (*end || errno || m2 < 576 || m2 > 65535) {
+        *error = "--mtu needs a number of bytes from 576 to 65535, got '" + mtu + "'";
+        return 2;
+      }
+      opt->mtu = static_cast<int>(m2);
     }
   }
   if (opt->nranks < 1) {

@@ -17,6 +17,7 @@ struct RunOptions {
   std::vector<int> ranks_per_host;
   int rails = 1;           // --rails: interfaces per emulated host
   uint64_t rate_bps = 0;   // --rate in bits per second; 0 = links not shaped
+  int mtu = 0;             // --mtu of every emulated interface; 0 = the kernel's (1500)
   bool keep_net = false;   // --keep-net: leave the namespaces for inspection
   bool keep_going = false; // --keep-going: a failed rank does not end the others
 };
