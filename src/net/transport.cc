@@ -29,6 +29,8 @@
 namespace dccl::net {
 
 namespace {
+void reap_orphaned_shm_regions();
+void unlink_shm_region(const std::string& address);
 
 using Clock = std::chrono::steady_clock;
 
@@ -58,6 +60,7 @@ class FabricTransport final : public Transport {
     if (connected_)
       for (const auto& line : rail_counters()) DCCL_INFO("net: rank %d %s", opts_.rank, line.c_str());
     for (auto& [a, fd] : pidfds_) close(fd);
+    if (!pidfds_.empty()) reap_orphaned_shm_regions();  // a same-host peer killed: its region too
   }
 
   std::string local_blob() const override;
@@ -95,7 +98,12 @@ class FabricTransport final : public Transport {
     for (auto& ep : eps_) any = any || ep->cancelled_any();
     if (!any) return;  // nothing in the provider's hands: close normally
     abandoned_ = true;
-    for (auto& ep : eps_) (void)ep.release();
+    for (auto& ep : eps_) {
+      // The provider keeps its mapping; the name goes, so the region is freed when
+      // this process exits instead of staying in /dev/shm.
+      if (ep->provider() == kShmProvider) unlink_shm_region(ep->address());
+      (void)ep.release();
+    }
     eps_.clear();
   }
 
@@ -131,7 +139,6 @@ class FabricTransport final : public Transport {
   bool connected_ = false;
 };
 
-namespace {
 // libfabric's shm provider names its region /dev/shm/<pid>:<n>:<m> and leaves it
 // behind when the process is killed; a later process with the same pid then fails
 // fi_enable with EBUSY. Remove such regions whose process no longer exists.
@@ -149,7 +156,20 @@ void reap_orphaned_shm_regions() {
   }
   closedir(d);
 }
-}  // namespace
+
+// An shm endpoint's address is "fi_shm://<pid>:<n>:<m>" (fi_getname), its region
+// /dev/shm/<pid>:<n>:<m>.
+void unlink_shm_region(const std::string& address) {
+  const std::string prefix = "fi_shm://";
+  std::string name(address.c_str());  // the bytes end in a NUL
+  if (name.compare(0, prefix.size(), prefix) != 0) return;
+  name = name.substr(prefix.size());
+  unsigned long pid = 0, a = 0, b = 0;
+  char tail = 0;
+  if (sscanf(name.c_str(), "%lu:%lu:%lu%c", &pid, &a, &b, &tail) != 3 || pid != static_cast<unsigned long>(getpid()))
+    return;
+  unlink(("/dev/shm/" + name).c_str());
+}
 
 FabricTransport::FabricTransport(const TransportOptions& o) : opts_(o) {
   reap_orphaned_shm_regions();

@@ -9,6 +9,7 @@
 //   fault_check mismatch        DCCL_CHECK=1 and one rank passes another count
 //   fault_check abort           dcclCommAbort from another thread mid-operation
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -206,6 +207,24 @@ std::vector<Outcome> reap(const std::vector<pid_t>& pids, Clock::time_point sinc
   return out;
 }
 
+// libfabric shm regions (/dev/shm/<pid>:<n>:<m>) of the job's processes still
+// there once every one of them has exited: the killed rank's must be removed by
+// the survivors, theirs by themselves.
+std::vector<std::string> leftover_regions(const std::vector<pid_t>& pids) {
+  std::vector<std::string> left;
+  DIR* d = opendir("/dev/shm");
+  if (!d) return left;
+  while (dirent* e = readdir(d)) {
+    unsigned long pid = 0, a = 0, b = 0;
+    char tail = 0;
+    if (sscanf(e->d_name, "%lu:%lu:%lu%c", &pid, &a, &b, &tail) != 3) continue;
+    for (pid_t p : pids)
+      if (static_cast<unsigned long>(p) == pid) left.push_back(e->d_name);
+  }
+  closedir(d);
+  return left;
+}
+
 // root: kill rank 0, whose process hosts the store; the survivors see the
 // store's connection break and must name rank 0 within 2 s.
 int run_kill(const char* self, int trials, bool root) {
@@ -241,6 +260,9 @@ int run_kill(const char* self, int trials, bool root) {
       trial_worst = std::max(trial_worst, o.ms);
     }
     worst = std::max(worst, trial_worst);
+    const std::vector<std::string> left = leftover_regions(pids);
+    for (const std::string& f : left) printf("  left in /dev/shm: %s\n", f.c_str());
+    ok = ok && left.empty();
     passed += ok;
     printf("trial %d: killed rank %d; survivors done in %.0f ms: %s\n", t + 1, victim, trial_worst, ok ? "ok" : "FAILED");
     if (!ok)
