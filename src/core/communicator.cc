@@ -139,7 +139,12 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   res_.failed = &failed_;
   res_.failure = &failure_;
   watchdog_ = std::make_unique<Watchdog>(id, rank, nranks, ns, *boot_, boot_mu_,
-                                         [this](dcclResult_t c, const std::string& t) { set_failed(c, t); });
+                                         [this](dcclResult_t c, const std::string& t) {
+                                           set_failed(c, t);
+                                           // A thread of ours may be stuck in the provider, sending to
+                                           // a peer that died holding its region's lock.
+                                           if (net_) net_->peers_failed();
+                                         });
   make_levels();
   // Every rank has every address (and watches for failures) before anyone sends.
   boot_->barrier();

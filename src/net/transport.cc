@@ -25,6 +25,7 @@
 #include "net/endpoint.hpp"
 #include "net/provider.hpp"
 #include "net/rails.hpp"
+#include "net/shm_rescue.hpp"
 
 namespace dccl::net {
 
@@ -93,6 +94,28 @@ class FabricTransport final : public Transport {
     for (auto& ep : eps_) mr->regs.emplace_back(ep.get(), ep->register_dmabuf(fd, offset, len, base, iface, device));
     return mr.release();
   }
+  void peers_failed() override {
+    if (shm_peers_.empty()) return;
+    // A killed peer's sockets close (and its failure is reported) a moment before
+    // its pidfd turns readable: give the exit up to 500 ms to complete.
+    std::vector<pollfd> fds;
+    for (const ShmPeer& p : shm_peers_) fds.push_back(pollfd{p.pidfd, POLLIN, 0});
+    const auto until = Clock::now() + std::chrono::milliseconds(500);
+    int ready = 0;
+    while ((ready = poll(fds.data(), fds.size(), 20)) == 0 && Clock::now() < until) {
+    }
+    if (ready <= 0) return;
+    for (size_t i = 0; i < shm_peers_.size(); ++i) {
+      const ShmPeer& p = shm_peers_[i];
+      if (!(fds[i].revents & POLLIN)) continue;  // still running
+      const std::string why = unlock_dead_shm_region(p.address, p.pid);
+      if (why.empty())
+        DCCL_INFO("net: rank %d released the shm region lock of exited process %d", opts_.rank, static_cast<int>(p.pid));
+      else
+        DCCL_INFO("net: rank %d left the shm region of exited process %d alone: %s", opts_.rank,
+                  static_cast<int>(p.pid), why.c_str());
+    }
+  }
   void abandon() override {
     bool any = false;
     for (auto& ep : eps_) any = any || ep->cancelled_any();
@@ -135,6 +158,12 @@ class FabricTransport final : public Transport {
   std::vector<Blob> blobs_;  // every rank's, for topology()
   std::mutex stripe_mu_;     // posting a striped message
   std::map<fi_addr_t, int> pidfds_;  // same-host shm peers' processes
+  struct ShmPeer {
+    int pidfd;
+    pid_t pid;
+    std::string address;  // its shm endpoint's name
+  };
+  std::vector<ShmPeer> shm_peers_;  // fixed after connect(): read by peers_failed()
   bool abandoned_ = false;
   bool connected_ = false;
 };
@@ -387,7 +416,11 @@ void FabricTransport::connect(const std::vector<std::string>& blobs) {
     if (!rt.home.ep->rail().empty()) ++home_of[rt.home.ep->rail()];
     if (plan.provider == kShmProvider && static_cast<int>(r) != rank && b.pid > 0) {
       int fd = static_cast<int>(syscall(SYS_pidfd_open, b.pid, 0));
-      if (fd >= 0) pidfds_[rt.home.addr] = fd;
+      if (fd >= 0) {
+        pidfds_[rt.home.addr] = fd;
+        const std::string* a = b.address_for(kShmProvider);
+        if (a) shm_peers_.push_back(ShmPeer{fd, b.pid, *a});
+      }
     }
   }
   // Automatic mode opened tcp;ofi_rxm in case a peer was remote, and every rail in

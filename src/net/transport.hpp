@@ -128,6 +128,9 @@ class Transport {
   // leaves its fabric resources open (a bounded leak) and later deregistrations do
   // nothing; otherwise it closes normally.
   virtual void abandon() {}
+  // A peer failed (called from the failure watcher's thread, beside a thread that
+  // may be stuck in the provider): frees what exited same-host peers left locked.
+  virtual void peers_failed() {}
 };
 
 }  // namespace dccl::net

@@ -1,0 +1,22 @@
+// libfabric 1.17's shm provider delivers a message by taking a spinlock in the
+// receiver's shared region. A receiver killed while holding its own lock leaves
+// it taken forever, and a sender that is inside fi_tsend to it at that moment
+// spins inside the provider where no caller can interrupt it. Once the receiver
+// is known to be dead, nothing it owned needs protecting: another thread (the
+// failure watcher) maps the dead process's region and unlocks it, so the stuck
+// sender returns and the communicator reports the failure within its timeout.
+#pragma once
+#include <sys/types.h>
+
+#include <string>
+
+namespace dccl::net {
+
+// `address` is the dead peer's shm endpoint name ("fi_shm://<pid>:<n>:<m>"), `pid`
+// its process, which must have exited (the caller knows it from a pidfd). Maps /dev/shm/<pid>:<n>:<m>, checks the
+// header the provider writes (layout version 4, as libfabric 1.17 writes it, and
+// the pid), and unlocks the region's lock with pthread_spin_unlock. Returns ""
+// when done, else why nothing was touched.
+std::string unlock_dead_shm_region(const std::string& address, pid_t pid);
+
+}  // namespace dccl::net
