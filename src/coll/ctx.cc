@@ -134,7 +134,7 @@ size_t Ctx::wait_any(Xfer* const* xs, size_t n) {
       if (now > deadline) {
         std::string pending;
         for (size_t i = 0; i < n; ++i)
-          if (xs[i]->active) pending += (pending.empty() ? "" : ", ") + where(*xs[i]);
+          if (xs[i]->active) pending += (pending.empty() ? "" : ", ") + where(*xs[i]) + in_.net->mismatch_note(xs[i]->req);
         stop(dcclTimeout, core::describe(in_.rank, name(),
                                          "timed out after " + std::to_string(in_.timeout_ms / 1000) +
                                              " s waiting for " + pending));

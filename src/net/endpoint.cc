@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 
 #include "core/error.hpp"
@@ -177,6 +178,7 @@ Op* Endpoint::alloc_op() {
 void Endpoint::free_op(Op* op) {
   op->mr.reset();
   op->req = nullptr;
+  op->peek = false;
   op->prev = op->next = nullptr;
   free_.push_back(op);
 }
@@ -268,8 +270,9 @@ int Endpoint::try_post_locked(Op* op, const char** call) {
     return -FI_EHOSTDOWN;  // the peer's process has exited
   }
   *call = op->send ? "fi_tsend" : "fi_trecv";
-  ssize_t rc = op->send ? fi_tsend(ep_.get(), op->buf, op->len, d, op->addr, op->tag, &op->ctx)
-                        : fi_trecv(ep_.get(), op->buf, op->len, d, op->addr, op->tag, 0, &op->ctx);
+  const uint64_t tag = op->tag | length_mark(op->len);  // see kLengthMarkBits
+  ssize_t rc = op->send ? fi_tsend(ep_.get(), op->buf, op->len, d, op->addr, tag, &op->ctx)
+                        : fi_trecv(ep_.get(), op->buf, op->len, d, op->addr, tag, 0, &op->ctx);
   if (rc == -FI_ENOMEM && posted > 0) rc = -FI_EAGAIN;  // a full queue, by another name
   if (rc != 0) return static_cast<int>(rc);
   ++posted;
@@ -299,7 +302,13 @@ void Endpoint::flush_backlog_locked(std::deque<Op*>& q) {
   }
 }
 
-void Endpoint::complete_locked(Op* op, size_t len, int err, const std::string& text) {
+void Endpoint::complete_locked(Op* op, size_t len, int err, const std::string& text_in) {
+  std::string text = text_in;
+  if (!err && !op->send && !op->peek && len != op->len) {  // parts are cut alike at both ends: a short part is a mismatch
+    err = FI_ETRUNC;
+    text = "count mismatch: the sender's message part was " + std::to_string(len) + " bytes where this rank expects " +
+           std::to_string(op->len) + " (" + label() + ")";
+  }
   if (op->prev) op->prev->next = op->next;
   else head_ = op->next;
   if (op->next) op->next->prev = op->prev;
@@ -307,7 +316,7 @@ void Endpoint::complete_locked(Op* op, size_t len, int err, const std::string& t
   Request* r = op->req;
   DCCL_TRACE("net: %s completion op %p len %zu err %d%s", provider_.c_str(),
              static_cast<void*>(op), len, err, r ? "" : " (cancelled request)");
-  if (!err) (op->send ? sent_ : recvd_).fetch_add(op->send ? op->len : len, std::memory_order_relaxed);
+  if (!err && !op->peek) (op->send ? sent_ : recvd_).fetch_add(op->send ? op->len : len, std::memory_order_relaxed);
   if (r) {
     if (err) r->fail(text);
     else r->bytes.fetch_add(op->send ? op->len : len, std::memory_order_relaxed);
@@ -360,6 +369,42 @@ int Endpoint::progress(bool block) {
   flush_backlog_locked(tx_backlog_);
   flush_backlog_locked(rx_backlog_);
   return n;
+}
+
+bool Endpoint::peek(fi_addr_t addr, uint64_t tag, uint64_t ignore, size_t* len, int wait_ms) {
+  Request r;
+  r.pending_parts.store(1, std::memory_order_relaxed);
+  Op* op = nullptr;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    op = alloc_op();
+    op->req = &r;
+    op->peek = true;
+    op->addr = addr;
+    op->tag = tag;
+    fi_msg_tagged m{};
+    m.addr = addr;
+    m.tag = tag;
+    m.ignore = ignore;
+    m.context = &op->ctx;
+    if (fi_trecvmsg(ep_.get(), &m, FI_PEEK) != 0) {
+      free_op(op);
+      return false;
+    }
+    ++rx_posted_;
+    op->next = head_;
+    if (head_) head_->prev = op;
+    head_ = op;
+  }
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+  while (!r.done.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < until) progress(true);
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!r.done.load(std::memory_order_acquire)) {
+    op->req = nullptr;  // no answer in time: a late one is dropped
+    return false;
+  }
+  *len = r.bytes.load(std::memory_order_relaxed);
+  return !r.failed;
 }
 
 void Endpoint::cancel_all() {

@@ -41,6 +41,7 @@ struct Op {
   fi_addr_t addr = FI_ADDR_UNSPEC;
   uint64_t tag = 0;
   bool send = false;
+  bool peek = false;  // FI_PEEK probe: its completion carries the message's length
   Op* prev = nullptr;  // links in the outstanding list (posted ops)
   Op* next = nullptr;
 };
@@ -101,6 +102,11 @@ class Endpoint {
   // Reads the CQ (a few batches), completes requests, posts what the backlogs hold.
   // With block=false it skips the pass when another thread is already progressing this
   // endpoint. Returns completions.
+  // Whether a message from `addr` whose tag equals `tag` outside the `ignore` bits
+  // has arrived and is not yet received (FI_PEEK); *len: what the provider reports
+  // as its length (tcp;ofi_rxm reports the peek's own, not the message's). Waits up to
+  // wait_ms for the provider's answer. False: none, or the provider cannot peek.
+  bool peek(fi_addr_t addr, uint64_t tag, uint64_t ignore, size_t* len, int wait_ms);
   int progress(bool block = false);
 
   // fi_cancel on everything outstanding, backlogs dropped; the requests are marked failed

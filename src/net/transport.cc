@@ -137,6 +137,19 @@ class FabricTransport final : public Transport {
             MemRegion* mr);
   void post_striped(bool send, int peer, void* buf, size_t len, uint64_t tag, Request* req, MemRegion* mr);
   std::string describe_req(const Request& r) const;
+  // For a receive that timed out: "; count mismatch: ..." when the peer's message
+  // for it arrived with another length (the length mark kept them apart), else "".
+  std::string mismatch_note(const Request& r) const override {
+    if (r.is_send || r.peer < 0) return "";
+    const Route& rt = routes_[static_cast<size_t>(r.peer)];
+    std::vector<Lane> lanes = rt.lanes.empty() ? std::vector<Lane>{rt.home} : rt.lanes;
+    size_t got = 0;
+    for (const Lane& l : lanes)
+      if (l.ep->peek(l.addr, r.tag, kLengthMarkBits, &got, 100))
+        return "; count mismatch: rank " + std::to_string(r.peer) + " sent a message of another length for it (this rank expects " +
+               std::to_string(r.len) + " bytes)";
+    return "";
+  }
   [[noreturn]] void unavailable(const std::string& what) const;
 
   struct Lane {
@@ -470,7 +483,10 @@ void FabricTransport::post(bool send, int peer, void* buf, size_t len, uint64_t 
   req->reset();
   req->peer = peer;
   req->tag = tag;
+  req->len = len;
   req->is_send = send;
+  if (tag & kLengthMarkBits)
+    core::raise(dcclInternalError, core::describe(opts_.rank, op, "tag uses the length mark's bits"));
   const Route& rt = routes_[static_cast<size_t>(peer)];
   if (!rt.lanes.empty() && len >= rt.cut.stripe_min) return post_striped(send, peer, buf, len, tag, req, mr);
   void* desc = mr ? mr->desc_for(rt.home.ep) : nullptr;
@@ -557,7 +573,7 @@ void FabricTransport::wait(Request* const* reqs, size_t n, const std::string& wh
   size_t count = 0;
   for (size_t i = first; i < n; ++i) {
     if (!reqs[i] || reqs[i]->done.load(std::memory_order_acquire)) continue;
-    if (count++ < 8) pending += (pending.empty() ? "" : ", ") + describe_req(*reqs[i]);
+    if (count++ < 8) pending += (pending.empty() ? "" : ", ") + describe_req(*reqs[i]) + mismatch_note(*reqs[i]);
   }
   if (count > 8) pending += " and " + std::to_string(count - 8) + " more";
   core::raise(dcclTimeout,

@@ -10,6 +10,16 @@
 
 namespace dccl::net {
 
+// The top six bits of every wire tag hold a hash of the message's length (of each
+// part as the provider sees it; both ends cut alike): a send and a receive of
+// different lengths never match, so ranks that disagree on a count cannot truncate or corrupt each other's
+// buffers or wedge a provider mid-transfer; the receive waits, and its timeout
+// says what it found (Endpoint::peek). Callers' tags leave these bits clear.
+inline constexpr uint64_t kLengthMarkBits = 0x3fULL << 58;
+inline uint64_t length_mark(size_t len) {
+  return ((static_cast<uint64_t>(len) * 0x9E3779B97F4A7C15ULL) >> 58) << 58;
+}
+
 // One outstanding send or receive. The transport fills `done`/`failed`/`error`
 // when its completion is read; it must stay alive (not move) until then.
 // A request may be carried by several messages (parts above the part size, pieces
@@ -21,6 +31,7 @@ struct Request {
   std::string error;      // provider text when failed
   int peer = -1;
   uint64_t tag = 0;
+  size_t len = 0;  // as posted
   bool is_send = false;
   std::atomic<int> pending_parts{0};  // internal: messages still in flight
   std::atomic<bool> fail_claimed{false};  // internal: the first failure writes `error`
@@ -131,6 +142,9 @@ class Transport {
   // A peer failed (called from the failure watcher's thread, beside a thread that
   // may be stuck in the provider): frees what exited same-host peers left locked.
   virtual void peers_failed() {}
+  // For a posted receive that is taking too long: "; count mismatch: ..." when the
+  // peer's message for it arrived with another length, else "".
+  virtual std::string mismatch_note(const Request& /*r*/) const { return ""; }
 };
 
 }  // namespace dccl::net

@@ -7,6 +7,7 @@
 //   fault_check nojoin          one rank of 4 never starts
 //   fault_check secret          an intruder with the wrong secret
 //   fault_check mismatch        DCCL_CHECK=1 and one rank passes another count
+//   fault_check count           no DCCL_CHECK: allgather / reduce-scatter counts differ (child_count)
 //   fault_check abort           dcclCommAbort from another thread mid-operation
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -139,6 +140,33 @@ int child_mismatch() {
   printf("rank %d: %s: %s\n", r, good ? "mismatch reported" : "NOT REPORTED", msg);
   dcclCommDestroy(c);
   return good ? 0 : 1;
+}
+
+// Without DCCL_CHECK, rank 1 passes 24 elements more than rank 0 to allgather and
+// reduce-scatter, small (1000) and large (1 Mi): every call must fail on both ranks
+// within the timeout (before: over the shm provider the larger rank's small call
+// succeeded with a short message, and at 1 Mi one rank spun in the provider
+// forever). COUNT_NAMED=1: the error must say "count mismatch" (tcp;ofi_rxm can
+// peek at the unmatched message; libfabric 1.17's shm cannot).
+int child_count() {
+  dcclComm_t c;
+  if (init_or_report(&c)) return 1;
+  int r;
+  dcclCommUserRank(c, &r);
+  const bool named = getenv("COUNT_NAMED") && !strcmp(getenv("COUNT_NAMED"), "1");
+  const size_t base = strtoull(getenv("COUNT_BASE"), nullptr, 10);
+  const bool rs = !strcmp(getenv("COUNT_COLL"), "reduce_scatter");
+  const size_t n = base + (r == 1 ? 24 : 0);
+  std::vector<float> s(2 * n + 48, 1.0f), d(2 * n + 48, 0.0f);
+  auto t = Clock::now();
+  dcclResult_t rc = rs ? dcclReduceScatter(s.data(), d.data(), n, dcclFloat32, dcclSum, c, nullptr)
+                       : dcclAllGather(s.data(), d.data(), n, dcclFloat32, c, nullptr);
+  const char* msg = dcclGetLastError(c);
+  const bool ok = rc != dcclSuccess && ms_since(t) <= 1000.0 * kTimeoutS + 1500 && (!named || strstr(msg, "count mismatch"));
+  printf("rank %d %s %zu: %s after %.0f ms: %s: %s\n", r, rs ? "reduce_scatter" : "all_gather", n,
+         dcclGetErrorString(rc), ms_since(t), ok ? "ok" : "FAILED", msg);
+  dcclCommDestroy(c);
+  return ok ? 0 : 1;
 }
 
 int child_abort() {
@@ -296,6 +324,9 @@ int run_simple(const char* self, const char* scenario) {
     job.nranks = 3;
     setenv("DCCL_CHECK", "1", 1);
     for (int r = 0; r < 3; ++r) pids.push_back(spawn(self, "mismatch", job, r, job.secret, devnull[1]));
+  } else if (!strcmp(scenario, "count")) {
+    job.nranks = 2;
+    for (int r = 0; r < 2; ++r) pids.push_back(spawn(self, "count", job, r, job.secret, devnull[1]));
   } else if (!strcmp(scenario, "abort")) {
     job.nranks = 2;
     for (int r = 0; r < 2; ++r) pids.push_back(spawn(self, "abort", job, r, job.secret, devnull[1]));
@@ -338,11 +369,22 @@ int main(int argc, char** argv) {
     if (role == "expect-fail") return child_expect_fail();
     if (role == "mismatch") return child_mismatch();
     if (role == "abort") return child_abort();
+    if (role == "count") return child_count();
     return 2;
   }
   if (argc >= 2 && !strcmp(argv[1], "kill")) return run_kill(argv[0], argc >= 3 ? atoi(argv[2]) : 20, false);
   if (argc >= 2 && !strcmp(argv[1], "kill-root")) return run_kill(argv[0], argc >= 3 ? atoi(argv[2]) : 10, true);
+  if (argc >= 2 && !strcmp(argv[1], "count")) {
+    int bad = 0;
+    for (const char* base : {"1000", "1048576"})
+      for (const char* coll : {"all_gather", "reduce_scatter"}) {
+        setenv("COUNT_BASE", base, 1);
+        setenv("COUNT_COLL", coll, 1);
+        bad += run_simple(argv[0], "count");
+      }
+    return bad ? 1 : 0;
+  }
   if (argc >= 2) return run_simple(argv[0], argv[1]);
-  fprintf(stderr, "usage: fault_check kill [TRIALS] | kill-root [TRIALS] | nojoin | secret | mismatch | abort\n");
+  fprintf(stderr, "usage: fault_check kill [TRIALS] | kill-root [TRIALS] | nojoin | secret | mismatch | count | abort\n");
   return 2;
 }
