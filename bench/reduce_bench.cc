@@ -1,7 +1,7 @@
 // Throughput of the host reduction kernels against memcpy (not a test).
 // Build (from the repository root):
 //   g++ -std=c++20 -O2 -march=x86-64-v2 -Iinclude -Isrc bench/reduce_bench.cc
-//       src/coll/reduce/*.cc src/core/{config,log,types}.cc -pthread -o /tmp/reduce_bench
+//       src/kernels/*.cc src/core/{config,log,types}.cc -pthread -o /tmp/reduce_bench
 // Usage: reduce_bench [bytes per buffer, default 4 MiB]
 // GB/s counts the bytes of one buffer per second (what a collective moves);
 // "traffic" counts every byte read and written (3x for reduce, 2x for memcpy).
@@ -15,11 +15,11 @@
 
 #include "trials.hpp"
 
-#include "coll/reduce/kernels.hpp"
-#include "coll/reduce/reduce.hpp"
+#include "kernels/kernels.hpp"
+#include "kernels/reduce.hpp"
 #include "core/types.hpp"
 
-namespace rd = dccl::coll::reduce_detail;
+namespace rd = dccl::kernels::reduce_detail;
 
 namespace {
 
@@ -40,8 +40,8 @@ void fill(std::vector<unsigned char>& v, dcclDataType_t dt) {
   for (size_t i = 0; i < v.size() / sz; ++i) {
     const float f = 1.0f + float(i % 1000) / 1024.0f;
     if (dt == dcclFloat32) std::memcpy(&v[i * sz], &f, 4);
-    else if (dt == dcclFloat16) { uint16_t h = dccl::coll::float_to_half(f); std::memcpy(&v[i * sz], &h, 2); }
-    else if (dt == dcclBfloat16) { uint16_t h = dccl::coll::float_to_bf16(f); std::memcpy(&v[i * sz], &h, 2); }
+    else if (dt == dcclFloat16) { uint16_t h = dccl::kernels::float_to_half(f); std::memcpy(&v[i * sz], &h, 2); }
+    else if (dt == dcclBfloat16) { uint16_t h = dccl::kernels::float_to_bf16(f); std::memcpy(&v[i * sz], &h, 2); }
   }
 }
 

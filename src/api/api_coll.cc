@@ -67,7 +67,7 @@ dcclResult_t submit(const char* fn, dcclComm_t comm, dcclStream_t stream, sched:
                     void (*check)(const Check&, const sched::Op&, int nranks)) {
   return api::guard(fn, [&] {
     Check ck{fn};
-    core::Communicator& c = api::comm_of(comm, fn);
+    comm::Communicator& c = api::comm_of(comm, fn);
     sched::Stream* s = api::stream_of(stream, fn);
     ck.dtype(op.dt);
     ck.redop(op.op);

@@ -4,7 +4,7 @@
 
 #include "api/handles.hpp"
 #include "bootstrap/store.hpp"
-#include "core/env_init.hpp"
+#include "bootstrap/env_init.hpp"
 #include "core/log.hpp"
 
 using namespace dccl;
@@ -16,7 +16,7 @@ dcclResult_t make_comm(dcclComm_t* out, const boot::UniqueIdData& id, int nranks
                        std::unique_ptr<boot::StoreServer> server, const std::string& ns) {
   auto* c = new dcclComm;
   try {
-    c->impl = std::make_unique<core::Communicator>(id, nranks, rank, std::move(server), ns);
+    c->impl = std::make_unique<comm::Communicator>(id, nranks, rank, std::move(server), ns);
   } catch (...) {
     delete c;
     throw;
@@ -34,7 +34,7 @@ void close_and_free(dcclComm* comm, const char* fn) {
     delete comm;
     return;
   }
-  core::Communicator* c = comm->impl.release();
+  comm::Communicator* c = comm->impl.release();
   const std::string t = std::to_string(c->config().timeout_s);
   delete comm;
   core::raise(dcclTimeout, core::describe(c->rank(), fn, "a call aborted " + t + " s (DCCL_TIMEOUT_S) after " + fn +
@@ -98,7 +98,7 @@ dcclResult_t dcclCommInitFromEnv(dcclComm_t* comm) {
   return api::guard("dcclCommInitFromEnv", [&] {
     if (!comm) core::raise(dcclInvalidArgument, "dcclCommInitFromEnv: comm is NULL");
     *comm = nullptr;
-    core::EnvJob job = core::env_job();
+    boot::EnvJob job = boot::env_job();
     std::unique_ptr<boot::StoreServer> server;
     if (job.host_store) server = boot::StoreServer::start(job.id.host, job.id.port, job.id.secret);
     std::string ns = "env" + std::to_string(g_env_inits.fetch_add(1));
@@ -155,7 +155,7 @@ dcclResult_t dcclCommSplit(dcclComm_t comm, int color, int key, dcclComm_t* newc
     if (config && (config->magic != DCCL_CONFIG_MAGIC || config->size < sizeof(size_t)))
       core::raise(dcclInvalidArgument,
                   core::describe(c.rank(), "dcclCommSplit", "config was not initialised with DCCL_CONFIG_INITIALIZER"));
-    std::unique_ptr<core::Communicator> child = c.split(color, key);
+    std::unique_ptr<comm::Communicator> child = c.split(color, key);
     if (!child) return;
     auto* h = new dcclComm;
     h->impl = std::move(child);

@@ -9,7 +9,7 @@ namespace dccl::api {
 namespace {
 struct Pending {
   dcclComm* handle;
-  core::Communicator* comm;
+  comm::Communicator* comm;
   sched::Stream* stream;
   sched::Op op;
 };
@@ -21,7 +21,7 @@ bool in_group() { return t_depth > 0; }
 
 void group_start() { ++t_depth; }
 
-void group_add(dcclComm* handle, core::Communicator& c, sched::Stream* stream, const sched::Op& op) {
+void group_add(dcclComm* handle, comm::Communicator& c, sched::Stream* stream, const sched::Op& op) {
   t_pending.push_back({handle, &c, stream, op});
 }
 

@@ -29,7 +29,7 @@ bool unregister_comm(dcclComm* c) {
   std::lock_guard<std::mutex> lk(g_mu);
   return comms().erase(c) == 1;
 }
-core::Communicator& comm_of(dcclComm* c, const char* fn) {
+comm::Communicator& comm_of(dcclComm* c, const char* fn) {
   if (c == nullptr) core::raise(dcclInvalidArgument, std::string(fn) + ": comm is NULL");
   std::lock_guard<std::mutex> lk(g_mu);
   if (!comms().count(c))

@@ -5,12 +5,12 @@
 #include <new>
 #include <string>
 
-#include "core/communicator.hpp"
+#include "comm/communicator.hpp"
 #include "core/error.hpp"
 #include "sched/stream.hpp"
 
 struct dcclComm {
-  std::unique_ptr<dccl::core::Communicator> impl;
+  std::unique_ptr<dccl::comm::Communicator> impl;
 };
 struct dcclStream {
   dccl::sched::Stream impl;
@@ -24,7 +24,7 @@ const char* last_error();
 void register_comm(dcclComm* c);
 bool unregister_comm(dcclComm* c);
 // Throws Error(dcclInvalidUsage/dcclInvalidArgument) when c is null, destroyed or unknown.
-core::Communicator& comm_of(dcclComm* c, const char* fn);
+comm::Communicator& comm_of(dcclComm* c, const char* fn);
 void register_stream(dcclStream* s);
 bool unregister_stream(dcclStream* s);
 sched::Stream* stream_of(dcclStream* s, const char* fn);  // null stays null

@@ -11,7 +11,7 @@
 #include <cstring>
 
 #include "coll/algos.hpp"
-#include "coll/reduce/reduce.hpp"
+#include "kernels/reduce.hpp"
 #include "core/error.hpp"
 #include "coll/smem_wait.hpp"
 #include "net/shm_segment.hpp"
@@ -36,10 +36,10 @@ void allreduce_smem(Ctx& c, const Args& a) {
   if (n == 1) {
     memcpy(a.recv, seg.slot(0, p), bytes);
   } else {
-    coll::reduce(a.recv, seg.slot(0, p), seg.slot(1, p), a.count, c.dt(), c.op());
-    for (int q = 2; q < n; ++q) coll::reduce(a.recv, a.recv, seg.slot(q, p), a.count, c.dt(), c.op());
+    kernels::reduce(a.recv, seg.slot(0, p), seg.slot(1, p), a.count, c.dt(), c.op());
+    for (int q = 2; q < n; ++q) kernels::reduce(a.recv, a.recv, seg.slot(q, p), a.count, c.dt(), c.op());
   }
-  if (c.op() == dcclAvg) coll::finish_avg(a.recv, a.count, c.dt(), n);
+  if (c.op() == dcclAvg) kernels::finish_avg(a.recv, a.count, c.dt(), n);
 }
 
 }  // namespace dccl::coll

@@ -18,7 +18,7 @@
 #include <cstring>
 
 #include "coll/algos.hpp"
-#include "coll/reduce/reduce.hpp"
+#include "kernels/reduce.hpp"
 #include "coll/smem_wait.hpp"
 #include "core/error.hpp"
 #include "net/shm_segment.hpp"
@@ -73,10 +73,10 @@ void allreduce_smem_rs(Ctx& c, const Args& a) {
       const void* first = sb + (done + po) * es;
       for (int q = 0; q < n; ++q) {
         if (q == r) continue;
-        coll::reduce(acc, first, seg.chunk_slot(q, p) + po * es, pl, c.dt(), c.op());
+        kernels::reduce(acc, first, seg.chunk_slot(q, p) + po * es, pl, c.dt(), c.op());
         first = acc;
       }
-      if (c.op() == dcclAvg) coll::finish_avg(acc, pl, c.dt(), n);
+      if (c.op() == dcclAvg) kernels::finish_avg(acc, pl, c.dt(), n);
     }
     seg.flag(r, red).v.store(k, std::memory_order_release);
 

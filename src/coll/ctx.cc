@@ -5,7 +5,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "coll/reduce/reduce.hpp"
+#include "kernels/reduce.hpp"
 #include "coll/scratch.hpp"
 #include "core/error.hpp"
 #include "core/types.hpp"
@@ -160,7 +160,7 @@ void Ctx::wait_all(Xfer* xs, size_t n) {
 void Ctx::reduce(void* dst, const void* a, const void* b, size_t count) {
   if (count == 0) return;
   if (in_.backend == nullptr || in_.backend->kind() == mem::Kind::Host) {
-    coll::reduce(dst, a, b, count, in_.dt, in_.op);
+    kernels::reduce(dst, a, b, count, in_.dt, in_.op);
     return;
   }
   in_.backend->wait(in_.backend->reduce_async(dst, a, b, count, in_.dt, in_.op), in_.timeout_ms);
@@ -178,7 +178,7 @@ void Ctx::copy(void* dst, const void* src, size_t bytes) {
 void Ctx::finish_avg(void* buf, size_t count) {
   if (count == 0 || in_.op != dcclAvg) return;
   if (in_.backend == nullptr || in_.backend->kind() == mem::Kind::Host) {
-    coll::finish_avg(buf, count, in_.dt, in_.nranks);
+    kernels::finish_avg(buf, count, in_.dt, in_.nranks);
     return;
   }
   in_.backend->wait(in_.backend->avg_async(buf, count, in_.dt, in_.nranks), in_.timeout_ms);

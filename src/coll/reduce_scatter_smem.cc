@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "coll/algos.hpp"
-#include "coll/reduce/reduce.hpp"
+#include "kernels/reduce.hpp"
 #include "coll/smem_wait.hpp"
 #include "core/error.hpp"
 #include "net/shm_segment.hpp"
@@ -43,10 +43,10 @@ void reduce_scatter_smem(Ctx& c, const Args& a) {
     const void* first = sb + piece(r);
     for (int q = 0; q < n; ++q) {
       if (q == r) continue;
-      coll::reduce(out, first, seg.chunk_slot(q, p) + static_cast<size_t>(r) * len * es, len, c.dt(), c.op());
+      kernels::reduce(out, first, seg.chunk_slot(q, p) + static_cast<size_t>(r) * len * es, len, c.dt(), c.op());
       first = out;
     }
-    if (c.op() == dcclAvg) coll::finish_avg(out, len, c.dt(), n);
+    if (c.op() == dcclAvg) kernels::finish_avg(out, len, c.dt(), n);
     off += len;
   }
 }

@@ -7,7 +7,6 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
-#include "tune/algo_table.hpp"
 
 namespace dccl::core {
 
@@ -142,10 +141,6 @@ const Config& config() {
 }
 
 const std::vector<ConfigEntry>& config_entries() {
-  // DCCL_ALGO's help lists the algorithms from the one table of them.
-  static const std::string algo_help = std::string("Force an algorithm, for every collective that has it (ring) or per "
-                                                   "collective (allreduce:rhd,broadcast:tree). Known: ") +
-                                       tune::algo_list_text();
   static const std::vector<ConfigEntry> entries = [] {
     std::vector<ConfigEntry> v = {
 #define X(field, name, type, def, help) {name, ConfigType::type, def, help},
@@ -155,7 +150,6 @@ const std::vector<ConfigEntry>& config_entries() {
     static std::vector<std::string> helps;  // the numeric settings' help with their range
     helps.reserve(v.size());
     for (ConfigEntry& e : v) {
-      if (std::string(e.name) == "DCCL_ALGO") e.help = algo_help.c_str();
       const ConfigRange* r = config_range(e.name);
       if (r && (e.type == ConfigType::Int || e.type == ConfigType::Bytes)) {
         helps.push_back(std::string(e.help) + "; range " + range_text(*r, e.type == ConfigType::Bytes));

@@ -8,7 +8,7 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
-#include "mem/fi_dmabuf_compat.hpp"
+#include "net/fi_dmabuf_compat.hpp"
 
 namespace dccl::mem {
 

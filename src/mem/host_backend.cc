@@ -8,7 +8,7 @@
 #include <mutex>
 #include <string>
 
-#include "coll/reduce/reduce.hpp"
+#include "kernels/reduce.hpp"
 #include "core/error.hpp"
 #include "core/types.hpp"
 #include "mem/backend.hpp"
@@ -105,7 +105,7 @@ class HostBackend final : public Backend {
       check_host(dst, "reduce_async destination");
       check_host(a, "reduce_async operand a");
       check_host(b, "reduce_async operand b");
-      coll::reduce(dst, a, b, count, dt, op);
+      kernels::reduce(dst, a, b, count, dt, op);
     }
     return ++issued_;
   }
@@ -115,7 +115,7 @@ class HostBackend final : public Backend {
       core::raise(dcclInvalidArgument, "host: avg_async: invalid datatype or nranks");
     if (count) {
       check_host(buf, "avg_async buffer");
-      coll::finish_avg(buf, count, dt, nranks);
+      kernels::finish_avg(buf, count, dt, nranks);
     }
     return ++issued_;
   }

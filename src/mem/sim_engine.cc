@@ -3,7 +3,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "coll/reduce/reduce.hpp"
+#include "kernels/reduce.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/types.hpp"
@@ -57,10 +57,10 @@ void SimEngine::execute(const SimWork& w) {
       if (w.n) std::memset(w.dst, w.arg, w.n);
       break;
     case SimWork::Op::Reduce:
-      if (w.n) coll::reduce(w.dst, w.a, w.b, w.n, w.dt, w.op_red);
+      if (w.n) kernels::reduce(w.dst, w.a, w.b, w.n, w.dt, w.op_red);
       break;
     case SimWork::Op::Avg:
-      if (w.n) coll::finish_avg(w.dst, w.n, w.dt, w.arg);
+      if (w.n) kernels::finish_avg(w.dst, w.n, w.dt, w.arg);
       break;
   }
 }

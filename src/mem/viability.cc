@@ -11,7 +11,7 @@
 #include <fstream>
 
 #include "core/error.hpp"
-#include "mem/fi_dmabuf_compat.hpp"
+#include "net/fi_dmabuf_compat.hpp"
 #include "net/transport.hpp"
 
 namespace dccl::mem {

@@ -111,4 +111,17 @@ std::string algo_list_text() {
   return s;
 }
 
+const std::vector<core::ConfigEntry>& settings() {
+  static const std::string algo_help = std::string("Force an algorithm, for every collective that has it (ring) or per "
+                                                   "collective (allreduce:rhd,broadcast:tree). Known: ") +
+                                       algo_list_text();
+  static const std::vector<core::ConfigEntry> entries = [] {
+    std::vector<core::ConfigEntry> v = core::config_entries();
+    for (core::ConfigEntry& e : v)
+      if (std::string(e.name) == "DCCL_ALGO") e.help = algo_help.c_str();
+    return v;
+  }();
+  return entries;
+}
+
 }  // namespace dccl::tune

@@ -12,6 +12,7 @@
 
 #include "coll/algos.hpp"
 #include "coll/hier.hpp"
+#include "core/config.hpp"
 
 namespace dccl::tune {
 
@@ -65,6 +66,9 @@ bool usable(const AlgoEntry& e, const Offer& o, size_t bytes);
 
 // "allreduce: smem, smem_rs, hier, rd, rhd, ring; reduce: ..." for help texts.
 std::string algo_list_text();
+// The settings table (core::config_entries) with DCCL_ALGO's help listing the
+// algorithms from the one table of them: what dccl-info and docs/env.md show.
+const std::vector<core::ConfigEntry>& settings();
 // The entry running `algo` for `c`, or null.
 const AlgoEntry* find_entry(Coll c, Algo a);
 

@@ -14,7 +14,7 @@
 #include "bootstrap/unique_id.hpp"
 #include "catch_error.hpp"
 #include "core/error.hpp"
-#include "core/watchdog.hpp"
+#include "comm/watchdog.hpp"
 
 using namespace dccl::boot;
 using namespace std::chrono_literals;
@@ -159,11 +159,11 @@ TEST(Watchdog, StoreLossIsAFailureNamingItsHost) {
   std::string text;
   dcclResult_t code = dcclSuccess;
   {
-    dccl::core::Watchdog quiet(id, 1, 2, "", *r1, boot_mu, [&](dcclResult_t, const std::string& s) {
+    dccl::comm::Watchdog quiet(id, 1, 2, "", *r1, boot_mu, [&](dcclResult_t, const std::string& s) {
       ADD_FAILURE() << "a watchdog stopped at destroy reported " << s;
     });
   }
-  dccl::core::Watchdog wd(id, 1, 2, "", *r1, boot_mu, [&](dcclResult_t c, const std::string& s) {
+  dccl::comm::Watchdog wd(id, 1, 2, "", *r1, boot_mu, [&](dcclResult_t c, const std::string& s) {
     std::lock_guard<std::mutex> lk(mu);
     code = c;
     text = s;

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "coll/reduce/reduce.hpp"
+#include "kernels/reduce.hpp"
 #include "core/error.hpp"
 #include "core/types.hpp"
 #include "mem/backend.hpp"
@@ -54,8 +54,8 @@ double get(const std::vector<uint8_t>& v, size_t i, dcclDataType_t dt) {
     case dcclUint32: return rd(uint32_t{});
     case dcclInt64: return static_cast<double>(rd(int64_t{}));
     case dcclUint64: return static_cast<double>(rd(uint64_t{}));
-    case dcclFloat16: return coll::half_to_float(rd(uint16_t{}));
-    case dcclBfloat16: return coll::bf16_to_float(rd(uint16_t{}));
+    case dcclFloat16: return kernels::half_to_float(rd(uint16_t{}));
+    case dcclBfloat16: return kernels::bf16_to_float(rd(uint16_t{}));
     case dcclFloat32: return rd(float{});
     case dcclFloat64: return rd(double{});
     default: return 0;
@@ -72,8 +72,8 @@ void put(std::vector<uint8_t>& v, size_t i, dcclDataType_t dt, double x) {
     case dcclUint32: wr(static_cast<uint32_t>(x)); break;
     case dcclInt64: wr(static_cast<int64_t>(x)); break;
     case dcclUint64: wr(static_cast<uint64_t>(x)); break;
-    case dcclFloat16: wr(coll::float_to_half(static_cast<float>(x))); break;
-    case dcclBfloat16: wr(coll::float_to_bf16(static_cast<float>(x))); break;
+    case dcclFloat16: wr(kernels::float_to_half(static_cast<float>(x))); break;
+    case dcclBfloat16: wr(kernels::float_to_bf16(static_cast<float>(x))); break;
     case dcclFloat32: wr(static_cast<float>(x)); break;
     case dcclFloat64: wr(x); break;
     default: break;
@@ -141,8 +141,8 @@ TEST(CudaBackend, ReduceEveryDtypeAndOpMatchesHost) {
         put(a, i, dt, small(rng) + (i % 4) * 0.25);
         put(c, i, dt, small(rng));
       }
-      coll::reduce(want.data(), a.data(), c.data(), n, dt, op);
-      if (op == dcclAvg) coll::finish_avg(want.data(), n, dt, 2);
+      kernels::reduce(want.data(), a.data(), c.data(), n, dt, op);
+      if (op == dcclAvg) kernels::finish_avg(want.data(), n, dt, 2);
 
       void* da = b->alloc(bytes);
       void* dc = b->alloc(bytes);
@@ -178,7 +178,7 @@ TEST(CudaBackend, MaxMinPropagateNanFromEitherSide) {
         put(a, i, dt, as[i]);
         put(c, i, dt, bs[i]);
       }
-      coll::reduce(want.data(), a.data(), c.data(), n, dt, op);
+      kernels::reduce(want.data(), a.data(), c.data(), n, dt, op);
       void* da = b->alloc(bytes);
       void* dc = b->alloc(bytes);
       b->copy_async(da, a.data(), bytes);

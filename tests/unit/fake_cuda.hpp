@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "coll/reduce/reduce.hpp"
+#include "kernels/reduce.hpp"
 #include "core/error.hpp"
 #include "mem/cuda_api.hpp"
 
@@ -122,10 +122,10 @@ class Cuda final : public dccl::mem::cuda::Api {
   void memset_async(void* dst, int value, size_t bytes, Stream) override { std::memset(dst, value, bytes); }
   void reduce_async(void* dst, const void* a, const void* b, size_t count, dcclDataType_t dt, dcclRedOp_t op,
                     Stream) override {
-    dccl::coll::reduce(dst, a, b, count, dt, op);
+    dccl::kernels::reduce(dst, a, b, count, dt, op);
   }
   void avg_async(void* buf, size_t count, dcclDataType_t dt, int nranks, Stream) override {
-    dccl::coll::finish_avg(buf, count, dt, nranks);
+    dccl::kernels::finish_avg(buf, count, dt, nranks);
   }
   Event event_create() override { return &events_; }
   void event_record(Event, Stream) override {}

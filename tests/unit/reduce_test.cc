@@ -17,18 +17,18 @@
 #include <string>
 #include <vector>
 
-#include "coll/reduce/kernels.hpp"
-#include "coll/reduce/reduce.hpp"
+#include "kernels/kernels.hpp"
+#include "kernels/reduce.hpp"
 #include "core/error.hpp"
 #include "core/types.hpp"
 
 namespace {
 
-using dccl::coll::bf16_to_float;
-using dccl::coll::float_to_bf16;
-using dccl::coll::float_to_half;
-using dccl::coll::half_to_float;
-namespace rd = dccl::coll::reduce_detail;
+using dccl::kernels::bf16_to_float;
+using dccl::kernels::float_to_bf16;
+using dccl::kernels::float_to_half;
+using dccl::kernels::half_to_float;
+namespace rd = dccl::kernels::reduce_detail;
 using rd::Isa;
 
 // ---------------------------------------------------------------------------
@@ -528,8 +528,8 @@ dcclResult_t code_of(F f) {
 
 TEST(ReduceArgs, Checked) {
   float a[8] = {}, b[8] = {}, d[8] = {};
-  using dccl::coll::finish_avg;
-  using dccl::coll::reduce;
+  using dccl::kernels::finish_avg;
+  using dccl::kernels::reduce;
   EXPECT_EQ(dcclSuccess, code_of([&] { reduce(nullptr, nullptr, nullptr, 0, dcclFloat32, dcclSum); }));
   EXPECT_EQ(dcclInvalidArgument, code_of([&] { reduce(d, a, b, 8, dcclNumTypes, dcclSum); }));
   EXPECT_EQ(dcclInvalidArgument, code_of([&] { reduce(d, a, b, 8, dcclFloat32, dcclNumOps); }));
@@ -552,8 +552,8 @@ TEST(ReduceArgs, PublicEntryUsesBestIsa) {
   const bool avx2 = __builtin_cpu_supports("avx2") && f16c;
   EXPECT_EQ(avx2 ? Isa::Avx2 : Isa::Generic, rd::best_isa());
   std::vector<float> a(100, 1.5f), b(100, 2.0f), d(100);
-  dccl::coll::reduce(d.data(), a.data(), b.data(), d.size(), dcclFloat32, dcclAvg);
-  dccl::coll::finish_avg(d.data(), d.size(), dcclFloat32, 2);
+  dccl::kernels::reduce(d.data(), a.data(), b.data(), d.size(), dcclFloat32, dcclAvg);
+  dccl::kernels::finish_avg(d.data(), d.size(), dcclFloat32, 2);
   for (float v : d) EXPECT_EQ(1.75f, v);
 }
 

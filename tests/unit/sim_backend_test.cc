@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "coll/reduce/reduce.hpp"
+#include "kernels/reduce.hpp"
 #include "core/error.hpp"
 #include "mem/backend.hpp"
 #include "mem/sim.hpp"
@@ -162,8 +162,8 @@ TEST(SimBackend, ReduceBf16SumMatchesFloat64Reference) {
   std::uniform_real_distribution<float> u(-64.f, 64.f);
   std::vector<uint16_t> x(n), y(n), r(n);
   for (size_t i = 0; i < n; ++i) {
-    x[i] = coll::float_to_bf16(u(rng));
-    y[i] = coll::float_to_bf16(u(rng));
+    x[i] = kernels::float_to_bf16(u(rng));
+    y[i] = kernels::float_to_bf16(u(rng));
   }
   const size_t bytes = n * 2;
   void* dx = b.alloc(bytes);
@@ -173,8 +173,8 @@ TEST(SimBackend, ReduceBf16SumMatchesFloat64Reference) {
   b.reduce_async(dy, dx, dy, n, dcclBfloat16, dcclSum);  // dst aliases b
   b.wait(b.copy_async(r.data(), dy, bytes), kWaitMs);
   for (size_t i = 0; i < n; ++i) {
-    const double ref = static_cast<double>(coll::bf16_to_float(x[i])) + coll::bf16_to_float(y[i]);
-    const double got = coll::bf16_to_float(r[i]);
+    const double ref = static_cast<double>(kernels::bf16_to_float(x[i])) + kernels::bf16_to_float(y[i]);
+    const double got = kernels::bf16_to_float(r[i]);
     // Round to nearest: within half a bf16 ulp (8 significant bits) of the exact sum.
     const double half_ulp = ref == 0 ? 0 : std::ldexp(1.0, std::ilogb(ref) - 8);
     ASSERT_LE(std::fabs(got - ref), half_ulp) << "i=" << i << " ref " << ref << " got " << got;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
+#include "tune/algo_table.hpp"
 #include "tune/tuner.hpp"
 
 using dccl::tune::Algo;
@@ -126,4 +127,17 @@ TEST(Tuner, TableNamesEveryAlgorithm) {
                         "reduce: hier, tree, chain"})
     EXPECT_NE(list.find(n), std::string::npos) << list;
   for (const auto& e : dccl::tune::algo_table()) EXPECT_TRUE((e.flat != nullptr) != (e.hier != nullptr) || e.coll == Coll::SendRecv);
+}
+
+// The settings help (dccl-info, docs/env.md) lists the algorithms from the table;
+// the core settings table itself knows nothing of the tuner above it.
+TEST(Tuner, SettingsHelpListsTheTable) {
+  bool found = false;
+  for (const auto& e : dccl::tune::settings()) {
+    if (std::string(e.name) != "DCCL_ALGO") continue;
+    found = true;
+    EXPECT_NE(std::string(e.help).find(dccl::tune::algo_list_text()), std::string::npos) << e.help;
+  }
+  EXPECT_TRUE(found);
+  EXPECT_EQ(dccl::tune::settings().size(), dccl::core::config_entries().size());
 }

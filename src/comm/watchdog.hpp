@@ -17,7 +17,7 @@
 
 #include "bootstrap/bootstrap.hpp"
 
-namespace dccl::core {
+namespace dccl::comm {
 
 class Watchdog {
  public:
@@ -40,4 +40,4 @@ class Watchdog {
   std::atomic<bool> stopping_{false};  // the destructor interrupts the watcher: not a failure
 };
 
-}  // namespace dccl::core
+}  // namespace dccl::comm

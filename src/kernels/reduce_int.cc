@@ -2,10 +2,10 @@
 // Sum and prod wrap around (computed in the unsigned type); avg divides truncating.
 #include <cstdint>
 
-#include "coll/reduce/kernels.hpp"
-#include "coll/reduce/loops.hpp"
+#include "kernels/kernels.hpp"
+#include "kernels/loops.hpp"
 
-namespace dccl::coll::reduce_detail {
+namespace dccl::kernels::reduce_detail {
 namespace {
 
 DCCL_REDUCE_INLINE void int_body(void* d, const void* a, const void* b, size_t n,
@@ -65,4 +65,4 @@ void avg_int(void* buf, size_t n, dcclDataType_t dt, int nranks) {
   }
 }
 
-}  // namespace dccl::coll::reduce_detail
+}  // namespace dccl::kernels::reduce_detail

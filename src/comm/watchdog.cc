@@ -1,4 +1,4 @@
-#include "core/watchdog.hpp"
+#include "comm/watchdog.hpp"
 
 #include <unistd.h>
 
@@ -7,7 +7,10 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 
-namespace dccl::core {
+namespace dccl::comm {
+
+using core::Error;
+using core::log_set_rank;
 
 namespace {
 constexpr const char* kKey = "failed";
@@ -91,4 +94,4 @@ void Watchdog::release() {
   }
 }
 
-}  // namespace dccl::core
+}  // namespace dccl::comm

@@ -6,7 +6,7 @@
 
 #include "dccl/dccl.h"
 
-namespace dccl::coll::reduce_detail {
+namespace dccl::kernels::reduce_detail {
 
 enum class Isa {
   Generic,  // the -march baseline (x86-64-v2): plain loops the compiler vectorises with SSE
@@ -36,4 +36,4 @@ void avg_int(void* buf, size_t n, dcclDataType_t dt, int nranks);
 void avg_float(Isa isa, void* buf, size_t n, dcclDataType_t dt, int nranks);
 void avg_half(Isa isa, void* buf, size_t n, dcclDataType_t dt, int nranks);
 
-}  // namespace dccl::coll::reduce_detail
+}  // namespace dccl::kernels::reduce_detail

@@ -5,7 +5,7 @@
 
 #include "bootstrap/unique_id.hpp"
 
-namespace dccl::core {
+namespace dccl::boot {
 
 struct EnvJob {
   int rank = -1, nranks = -1;
@@ -17,4 +17,4 @@ struct EnvJob {
 // Throws Error(dcclInvalidArgument) naming the missing or bad variable.
 EnvJob env_job();
 
-}  // namespace dccl::core
+}  // namespace dccl::boot

@@ -11,8 +11,8 @@
 #include "bootstrap/bootstrap.hpp"
 #include "coll/scratch.hpp"
 #include "core/config.hpp"
-#include "core/levels.hpp"
-#include "core/watchdog.hpp"
+#include "comm/levels.hpp"
+#include "comm/watchdog.hpp"
 #include "net/transport.hpp"
 #include "sched/executor.hpp"
 #include "sched/op.hpp"
@@ -21,7 +21,7 @@
 #include "tune/topology.hpp"
 #include "tune/tuner.hpp"
 
-namespace dccl::core {
+namespace dccl::comm {
 
 // This process's place on its host: its local rank picks its network rail, and a
 // host with one process may stripe across rails. Every communicator of a process
@@ -42,7 +42,7 @@ class Communicator {
 
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
-  const Config& config() const { return cfg_; }
+  const core::Config& config() const { return cfg_; }
   const std::string& provider() const { return provider_; }
   const tune::Topology& topology() const { return topo_; }
   const Place& place() const { return place_; }
@@ -88,14 +88,14 @@ class Communicator {
   void leave(uint64_t ticket);  // the submission is out of this communicator
   // Fails in-flight and later work with `text`, and tells the other ranks.
   void stop(const std::string& text);
-  void record_error(const Error& e);
+  void record_error(const core::Error& e);
   // Stops this communicator's work: in-flight waits and later calls fail with `text`.
   void set_failed(dcclResult_t code, const std::string& text);
   void check_same_settings();
   size_t open_shared_segment(bool same_host);
   void make_levels();
 
-  Config cfg_;
+  core::Config cfg_;
   int rank_, nranks_;
   std::string provider_;
   tune::Topology topo_;
@@ -141,4 +141,4 @@ class Communicator {
   std::string async_text_;
 };
 
-}  // namespace dccl::core
+}  // namespace dccl::comm

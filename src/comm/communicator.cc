@@ -1,4 +1,4 @@
-#include "core/communicator.hpp"
+#include "comm/communicator.hpp"
 
 #include <sched.h>
 #include <unistd.h>
@@ -17,7 +17,15 @@
 #include "net/rails.hpp"
 #include "net/signals.hpp"
 
-namespace dccl::core {
+namespace dccl::comm {
+
+using core::describe;
+using core::dtype_name;
+using core::Error;
+using core::load_config;
+using core::log_configure;
+using core::log_set_rank;
+using core::raise;
 
 namespace {
 // "all_reduce #3 (1024 x float32)", "send to rank 1 (…)"; a group names its first call.
@@ -525,4 +533,4 @@ void Communicator::stop(const std::string& text) {
   order_cv_.notify_all();
 }
 
-}  // namespace dccl::core
+}  // namespace dccl::comm

@@ -1,6 +1,6 @@
 // Host reduction entry points: argument checks, instruction-set choice (once
 // per process) and dispatch to the per-family kernels.
-#include "coll/reduce/reduce.hpp"
+#include "kernels/reduce.hpp"
 
 #include <cstdint>
 #include <string>
@@ -9,11 +9,11 @@
 #include <cpuid.h>
 #endif
 
-#include "coll/reduce/kernels.hpp"
+#include "kernels/kernels.hpp"
 #include "core/error.hpp"
 #include "core/types.hpp"
 
-namespace dccl::coll {
+namespace dccl::kernels {
 namespace reduce_detail {
 namespace {
 
@@ -114,4 +114,4 @@ void finish_avg(void* buf, size_t count, dcclDataType_t dt, int nranks) {
   reduce_detail::finish_avg_isa(reduce_detail::best_isa(), buf, count, dt, nranks);
 }
 
-}  // namespace dccl::coll
+}  // namespace dccl::kernels

@@ -5,7 +5,7 @@
 #include <bit>
 #include <cstdint>
 
-namespace dccl::coll::half_detail {
+namespace dccl::kernels::half_detail {
 
 // ---- IEEE binary16: 1 sign, 5 exponent (bias 15), 10 mantissa bits ----
 
@@ -66,4 +66,4 @@ inline uint16_t f32_to_bf16(float f) {
   return uint16_t((u & 0x7fffffffu) > 0x7f800000u ? nan : rne);
 }
 
-}  // namespace dccl::coll::half_detail
+}  // namespace dccl::kernels::half_detail

@@ -1,9 +1,9 @@
 // float32 and float64 kernels: plain loops, vectorised by the compiler for the
 // baseline (SSE) and, in a second copy, for AVX2.
-#include "coll/reduce/kernels.hpp"
-#include "coll/reduce/loops.hpp"
+#include "kernels/kernels.hpp"
+#include "kernels/loops.hpp"
 
-namespace dccl::coll::reduce_detail {
+namespace dccl::kernels::reduce_detail {
 namespace {
 
 DCCL_REDUCE_INLINE void float_body(void* d, const void* a, const void* b, size_t n,
@@ -48,4 +48,4 @@ void avg_float(Isa isa, void* buf, size_t n, dcclDataType_t dt, int nranks) {
   else div_generic(buf, n, dt, nranks);
 }
 
-}  // namespace dccl::coll::reduce_detail
+}  // namespace dccl::kernels::reduce_detail

@@ -8,10 +8,10 @@
 #include <cstring>
 #include <type_traits>
 
-#include "coll/reduce/kernels.hpp"
-#include "coll/reduce/loops.hpp"
+#include "kernels/kernels.hpp"
+#include "kernels/loops.hpp"
 
-namespace dccl::coll::reduce_detail {
+namespace dccl::kernels::reduce_detail {
 namespace {
 
 // ---- AVX2 path: 16 elements at a time through a codec ----
@@ -162,4 +162,4 @@ void avg_half(Isa isa, void* buf, size_t n, dcclDataType_t dt, int nranks) {
   }
 }
 
-}  // namespace dccl::coll::reduce_detail
+}  // namespace dccl::kernels::reduce_detail

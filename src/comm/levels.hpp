@@ -10,7 +10,7 @@
 #include "sched/stream.hpp"
 #include "tune/topology.hpp"
 
-namespace dccl::core {
+namespace dccl::comm {
 
 class Communicator;
 
@@ -57,4 +57,4 @@ class CommLevels final : public coll::Levels {
   } temp_[3];  // per memory kind (host, sim, cuda)
 };
 
-}  // namespace dccl::core
+}  // namespace dccl::comm

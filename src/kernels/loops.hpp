@@ -7,13 +7,13 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "coll/reduce/half_inl.hpp"
+#include "kernels/half_inl.hpp"
 #include "dccl/dccl.h"
 
 #define DCCL_REDUCE_AVX2 __attribute__((target("avx2,f16c")))
 #define DCCL_REDUCE_INLINE __attribute__((always_inline)) inline
 
-namespace dccl::coll::reduce_detail {
+namespace dccl::kernels::reduce_detail {
 
 // ---- element kinds: storage type S, compute type C ----
 
@@ -186,4 +186,4 @@ DCCL_REDUCE_INLINE void run_div(void* buf, size_t n, int nranks) {
   for (; i < n; ++i) d[i] = K::store(C(K::load(d[i]) / div));
 }
 
-}  // namespace dccl::coll::reduce_detail
+}  // namespace dccl::kernels::reduce_detail

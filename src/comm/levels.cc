@@ -1,11 +1,14 @@
-#include "core/levels.hpp"
+#include "comm/levels.hpp"
 
-#include "core/communicator.hpp"
+#include "comm/communicator.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "mem/backend.hpp"
 
-namespace dccl::core {
+namespace dccl::comm {
+
+using core::Error;
+using core::log_set_rank;
 
 CommLevels::CommLevels(const tune::Topology& topo, int64_t timeout_ms, size_t piece_bytes,
                        std::unique_ptr<Communicator> local, std::unique_ptr<Communicator> cross)
@@ -119,4 +122,4 @@ void CommLevels::add_stats(dcclStats_t* s) const {
   }
 }
 
-}  // namespace dccl::core
+}  // namespace dccl::comm

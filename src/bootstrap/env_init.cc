@@ -1,4 +1,4 @@
-#include "core/env_init.hpp"
+#include "bootstrap/env_init.hpp"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -14,7 +14,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 
-namespace dccl::core {
+namespace dccl::boot {
 
 namespace {
 
@@ -27,9 +27,9 @@ const char* env(const char* n) {
 constexpr int64_t kMaxRanks = int64_t{1} << 24;
 
 int64_t parse_count(const char* text, const char* var) {
-  const int64_t v = parse_int(text, var);
+  const int64_t v = core::parse_int(text, var);
   if (v < -1 || v > kMaxRanks)
-    raise(dcclInvalidArgument, std::string(var) + "=" + text + " is out of range: allowed -1 to " +
+    core::raise(dcclInvalidArgument, std::string(var) + "=" + text + " is out of range: allowed -1 to " +
                                    std::to_string(kMaxRanks));
   return v;
 }
@@ -69,7 +69,7 @@ std::string spans_hosts(const EnvJob& job, const std::string& host, const std::s
   if (!local_address(host)) return "the rendezvous address " + addr + " is not an address of this host";
   auto differs = [&](const char* local_var, const char* size_var) -> std::string {
     const char* l = env(local_var);
-    if (!l || parse_int(l, local_var) == job.nranks) return "";
+    if (!l || core::parse_int(l, local_var) == job.nranks) return "";
     return std::string(local_var) + "=" + l + " differs from the world size " + std::to_string(job.nranks) +
            (env(size_var) ? std::string(" (") + size_var + ")" : std::string()) + ": the ranks span several nodes";
   };
@@ -79,7 +79,7 @@ std::string spans_hosts(const EnvJob& job, const std::string& host, const std::s
   if (job.source == "Slurm")
     for (const char* v : {"SLURM_STEP_NUM_NODES", "SLURM_NNODES", "SLURM_JOB_NUM_NODES"})
       if (const char* n = env(v)) {
-        if (parse_int(n, v) > 1) return std::string(v) + "=" + n + ": the job spans several nodes";
+        if (core::parse_int(n, v) > 1) return std::string(v) + "=" + n + ": the job spans several nodes";
         break;
       }
   return "";
@@ -90,7 +90,7 @@ std::string numeric_host(const std::string& host) {
   hints.ai_family = AF_INET;
   hints.ai_socktype = SOCK_STREAM;
   int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res);
-  if (rc != 0 || !res) raise(dcclInvalidArgument, "cannot resolve rendezvous host '" + host + "': " + gai_strerror(rc));
+  if (rc != 0 || !res) core::raise(dcclInvalidArgument, "cannot resolve rendezvous host '" + host + "': " + gai_strerror(rc));
   char buf[INET_ADDRSTRLEN] = {0};
   inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr, buf, sizeof(buf));
   freeaddrinfo(res);
@@ -114,21 +114,21 @@ std::array<uint8_t, 16> derived_secret(const std::string& seed) {
 }  // namespace
 
 EnvJob env_job() {
-  const Config cfg = load_config();  // a bad setting fails here, naming it
+  const core::Config cfg = core::load_config();  // a bad setting fails here, naming it
   EnvJob job;
   if (!pick("DCCL_RANK", "DCCL_WORLD_SIZE", "DCCL", &job) &&
       !pick("RANK", "WORLD_SIZE", "torchrun", &job) &&
       !pick("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "Open MPI", &job) &&
       !pick("PMI_RANK", "PMI_SIZE", "MPICH/PMI", &job) &&
       !pick("SLURM_PROCID", "SLURM_NTASKS", "Slurm", &job))
-    raise(dcclInvalidArgument,
+    core::raise(dcclInvalidArgument,
           "dcclCommInitFromEnv: no rank/size in the environment (set DCCL_RANK and DCCL_WORLD_SIZE, "
           "or run under dccl-run, torchrun, mpirun or srun)");
   if (job.nranks < 1 || job.rank < 0 || job.rank >= job.nranks)
-    raise(dcclInvalidArgument, "dcclCommInitFromEnv: rank " + std::to_string(job.rank) + " / size " +
+    core::raise(dcclInvalidArgument, "dcclCommInitFromEnv: rank " + std::to_string(job.rank) + " / size " +
                                    std::to_string(job.nranks) + " from " + job.source + " is out of range");
   if (const char* id = env("DCCL_ID")) {
-    job.id = boot::decode_id(boot::id_from_hex(id));
+    job.id = decode_id(id_from_hex(id));
     g_jobs.fetch_add(1);
     return job;
   }
@@ -137,19 +137,19 @@ EnvJob env_job() {
   if (const char* addr = env("DCCL_ADDR")) {
     std::string a = addr;
     auto colon = a.rfind(':');
-    if (colon == std::string::npos) raise(dcclInvalidArgument, "DCCL_ADDR must be host:port, got '" + a + "'");
+    if (colon == std::string::npos) core::raise(dcclInvalidArgument, "DCCL_ADDR must be host:port, got '" + a + "'");
     host = a.substr(0, colon);
-    port = parse_int(a.substr(colon + 1), "DCCL_ADDR port");
+    port = core::parse_int(a.substr(colon + 1), "DCCL_ADDR port");
   } else if (env("MASTER_ADDR") && env("MASTER_PORT")) {
     // MASTER_PORT itself belongs to the launcher's own store; ours listens on the next port.
     host = env("MASTER_ADDR");
-    port = parse_int(env("MASTER_PORT"), "MASTER_PORT");
+    port = core::parse_int(env("MASTER_PORT"), "MASTER_PORT");
     if (port < INT64_MAX) ++port;
   } else {
-    raise(dcclInvalidArgument, "dcclCommInitFromEnv: no rendezvous address (set DCCL_ID, DCCL_ADDR=host:port, "
+    core::raise(dcclInvalidArgument, "dcclCommInitFromEnv: no rendezvous address (set DCCL_ID, DCCL_ADDR=host:port, "
                                "or MASTER_ADDR and MASTER_PORT)");
   }
-  if (port <= 0 || port > 65535) raise(dcclInvalidArgument, "rendezvous port out of range: " + std::to_string(port));
+  if (port <= 0 || port > 65535) core::raise(dcclInvalidArgument, "rendezvous port out of range: " + std::to_string(port));
   job.id.host = numeric_host(host);
   job.id.port = static_cast<uint16_t>(port);
   const std::string addr = job.id.host + ":" + std::to_string(port);
@@ -159,7 +159,7 @@ EnvJob env_job() {
                         "PMI_JOBID"})
     if (env(v)) seed += std::string(":") + env(v);
   if (const char* s = env("DCCL_SECRET")) {
-    job.id.secret = boot::secret_from_hex(s);
+    job.id.secret = secret_from_hex(s);
   } else if (cfg.insecure) {
     job.id.secret = derived_secret(seed);
     DCCL_WARN("rank %d: DCCL_INSECURE=1: the bootstrap secret is derived from the rendezvous address %s and the "
@@ -167,8 +167,8 @@ EnvJob env_job() {
               "keys and stop it; set DCCL_SECRET (32 hex digits, the same on every rank) instead",
               job.rank, addr.c_str());
   } else if (std::string why = spans_hosts(job, job.id.host, addr); !why.empty()) {
-    raise(dcclInvalidArgument,
-          describe(job.rank, "dcclCommInitFromEnv",
+    core::raise(dcclInvalidArgument,
+          core::describe(job.rank, "dcclCommInitFromEnv",
                    "no job secret: DCCL_SECRET is not set and " + why +
                        ", so the ranks cannot share a secret through a local file. Give every rank the same "
                        "DCCL_SECRET (32 hex digits, e.g. from `openssl rand -hex 16`, exported by the launcher), "
@@ -179,9 +179,9 @@ EnvJob env_job() {
     const std::string key = seed + " #" + std::to_string(g_jobs.load());
     const auto timeout = std::chrono::milliseconds(cfg.timeout_s * 1000);
     if (job.rank == 0) {
-      job.id.secret = boot::publish_secret(key, job.nranks, job.id.port, job.rank, nullptr);
+      job.id.secret = publish_secret(key, job.nranks, job.id.port, job.rank, nullptr);
     } else {
-      boot::SharedSecret sh = boot::read_secret(key, job.rank, std::chrono::steady_clock::now() + timeout, timeout);
+      SharedSecret sh = read_secret(key, job.rank, std::chrono::steady_clock::now() + timeout, timeout);
       job.id.secret = sh.secret;
       if (sh.nranks != job.nranks)  // the store names both claims and fails every rank
         DCCL_INFO("rank %d: rank 0 (pid %ld) was given %d ranks, this rank %d", job.rank, sh.pid, sh.nranks,
@@ -193,4 +193,4 @@ EnvJob env_job() {
   return job;
 }
 
-}  // namespace dccl::core
+}  // namespace dccl::boot

@@ -6,7 +6,7 @@
 
 #include "dccl/dccl.h"
 
-namespace dccl::coll {
+namespace dccl::kernels {
 
 // dst[i] = a[i] op b[i] for i < count. dst may alias a or b (exactly, not partially).
 // dcclAvg reduces as a sum here; call finish_avg on the final result.
@@ -28,4 +28,4 @@ uint16_t float_to_half(float f);
 float bf16_to_float(uint16_t h);
 uint16_t float_to_bf16(float f);
 
-}  // namespace dccl::coll
+}  // namespace dccl::kernels

@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""Checks that every #include in src/ points down the layer order of docs/design.md.
+
+Usage: check_layers.py [REPO_ROOT]
+
+The order is read from the line of docs/design.md that starts with
+"Layer order:" (for example "Layer order: core < kernels < net"). A file in
+src/<layer>/ may include its own layer, any layer below it, and the public
+header dccl/dccl.h. The check fails on
+  - an upward include (a lower layer including a higher one),
+  - an include of an unknown folder, or a folder of src/ missing from the order,
+  - a quoted include that names no file in src/ or include/,
+  - a cycle among the files of src/ (followed through their includes).
+Every violation is printed with the file and line; the exit status is 1 if any.
+"""
+import os
+import re
+import sys
+
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+SOURCE_EXT = (".cc", ".hpp", ".h", ".cu", ".cuh", ".inc")
+
+
+def read_order(root):
+    path = os.path.join(root, "docs", "design.md")
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("Layer order:"):
+                names = [n.strip() for n in line.split(":", 1)[1].split("<")]
+                if not names or any(not n for n in names) or len(set(names)) != len(names):
+                    sys.exit(f"{path}: malformed layer order line: {line.strip()}")
+                return names
+    sys.exit(f"{path}: no line starting with 'Layer order:'")
+
+
+def source_files(src):
+    for dirpath, _, files in os.walk(src):
+        for name in sorted(files):
+            if name.endswith(SOURCE_EXT):
+                yield os.path.relpath(os.path.join(dirpath, name), src)
+
+
+def find_cycle(graph):
+    """Returns one cycle (a list of files) in graph, or None."""
+    white, grey, black = 0, 1, 2
+    color = {n: white for n in graph}
+    stack = []
+
+    def visit(n):
+        color[n] = grey
+        stack.append(n)
+        for m in graph.get(n, ()):
+            if color.get(m, black) == grey:
+                return stack[stack.index(m):] + [m]
+            if color.get(m) == white:
+                found = visit(m)
+                if found:
+                    return found
+        stack.pop()
+        color[n] = black
+        return None
+
+    for n in sorted(graph):
+        if color[n] == white:
+            found = visit(n)
+            if found:
+                return found
+    return None
+
+
+def check(root):
+    order = read_order(root)
+    rank = {name: i for i, name in enumerate(order)}
+    src = os.path.join(root, "src")
+    public = os.path.join(root, "include")
+    errors = []
+
+    folders = sorted(d for d in os.listdir(src) if os.path.isdir(os.path.join(src, d)))
+    for d in folders:
+        if d not in rank:
+            errors.append(f"src/{d}/: folder is not in the layer order of docs/design.md")
+    for name in order:
+        if name not in folders:
+            errors.append(f"docs/design.md: layer '{name}' has no folder src/{name}/")
+
+    graph = {}
+    for rel in source_files(src):
+        layer = rel.split(os.sep)[0]
+        if layer not in rank:
+            continue  # already reported with its folder
+        edges = graph.setdefault(rel, [])
+        with open(os.path.join(src, rel), encoding="utf-8", errors="replace") as f:
+            for lineno, line in enumerate(f, 1):
+                m = INCLUDE.match(line)
+                if not m:
+                    continue
+                target = m.group(1)
+                where = f"src/{rel}:{lineno}"
+                if os.path.isfile(os.path.join(public, target)):
+                    continue  # the public header: allowed from every layer
+                local = os.path.normpath(os.path.join(os.path.dirname(rel), target))
+                if "/" not in target and os.path.isfile(os.path.join(src, local)):
+                    edges.append(local)  # same folder, written without the folder
+                    continue
+                top = target.split("/")[0]
+                if top not in rank:
+                    errors.append(f"{where}: includes \"{target}\": '{top}' is not a layer")
+                    continue
+                if not os.path.isfile(os.path.join(src, target)):
+                    errors.append(f"{where}: includes \"{target}\", which is not a file in src/")
+                    continue
+                if rank[top] > rank[layer]:
+                    errors.append(f"{where}: upward include: layer '{layer}' includes \"{target}\" "
+                                  f"of the higher layer '{top}'")
+                edges.append(os.path.normpath(target))
+
+    cycle = find_cycle(graph)
+    if cycle:
+        errors.append("include cycle: " + " -> ".join(cycle))
+    return order, len(graph), errors
+
+
+def main():
+    root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "..")
+    order, nfiles, errors = check(os.path.abspath(root))
+    for e in errors:
+        print(e)
+    if errors:
+        print(f"layers: {len(errors)} violation(s) of the order {' < '.join(order)}")
+        return 1
+    print(f"layers: {nfiles} files of src/ include only downward ({' < '.join(order)}); no cycles")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

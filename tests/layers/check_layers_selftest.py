@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Shows that check_layers.py fails where it must: builds small source trees with
+an upward include, a cycle, an unknown folder and a missing file, and one clean
+tree, and checks the verdict and the message for each."""
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import check_layers  # noqa: E402
+
+
+def tree(files, order="low < high"):
+    root = tempfile.mkdtemp(prefix="dccl-layers-")
+    files = dict(files)
+    files["docs/design.md"] = f"# x\n\nLayer order: {order}\n"
+    files.setdefault("include/dccl/dccl.h", "")
+    for rel, text in files.items():
+        path = os.path.join(root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+    return root
+
+
+def expect(name, files, want, order="low < high"):
+    _, _, errors = check_layers.check(tree(files, order))
+    text = "\n".join(errors)
+    ok = (not errors) if want is None else (want in text)
+    print(f"{'ok  ' if ok else 'FAIL'} {name}: {text or 'no violations'}")
+    return ok
+
+
+def main():
+    results = [
+        expect("clean tree", {
+            "src/low/a.hpp": '#include "dccl/dccl.h"\n',
+            "src/low/b.cc": '#include "low/a.hpp"\n#include "a.hpp"\n',
+            "src/high/c.cc": '#include "low/a.hpp"\n#include <vector>\n',
+        }, None),
+        expect("upward include", {
+            "src/low/a.hpp": "",
+            "src/low/b.cc": '#include "high/c.hpp"\n',
+            "src/high/c.hpp": "",
+        }, "upward include: layer 'low' includes \"high/c.hpp\""),
+        expect("cycle inside a layer", {
+            "src/low/a.hpp": '#include "low/b.hpp"\n',
+            "src/low/b.hpp": '#include "low/a.hpp"\n',
+            "src/high/c.hpp": "",
+        }, "include cycle: low/a.hpp -> low/b.hpp -> low/a.hpp"),
+        expect("folder not in the order", {
+            "src/low/a.hpp": "",
+            "src/high/c.hpp": "",
+            "src/stray/d.cc": "",
+        }, "src/stray/: folder is not in the layer order"),
+        expect("include of an unknown folder", {
+            "src/low/a.hpp": '#include "other/x.hpp"\n',
+            "src/high/c.hpp": "",
+        }, "'other' is not a layer"),
+        expect("include of a missing file", {
+            "src/low/a.hpp": '#include "low/missing.hpp"\n',
+            "src/high/c.hpp": "",
+        }, "not a file in src/"),
+        expect("layer without a folder", {
+            "src/low/a.hpp": "",
+        }, "layer 'high' has no folder"),
+    ]
+    return 0 if all(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
