@@ -13,7 +13,10 @@ extern "C" {
 #define DCCL_MAJOR 0
 #define DCCL_MINOR 1
 #define DCCL_PATCH 0
-#define DCCL_VERSION_CODE (DCCL_MAJOR * 10000 + DCCL_MINOR * 100 + DCCL_PATCH)
+/* The one home of the version: the build and dcclGetVersion derive from it.
+ * Compare with DCCL_VERSION(X,Y,Z), e.g. #if DCCL_VERSION_CODE >= DCCL_VERSION(0,2,0). */
+#define DCCL_VERSION(X, Y, Z) ((X) * 10000 + (Y) * 100 + (Z))
+#define DCCL_VERSION_CODE DCCL_VERSION(DCCL_MAJOR, DCCL_MINOR, DCCL_PATCH)
 
 typedef enum {
   dcclSuccess = 0,
@@ -120,6 +123,9 @@ dcclResult_t dcclReduce(const void* sendbuff, void* recvbuff, size_t count,
 dcclResult_t dcclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                            dcclDataType_t datatype, int root, dcclComm_t comm,
                            dcclStream_t stream);
+/* In place (NCCL's legacy form): the root's buff is sent, every rank's buff receives. */
+dcclResult_t dcclBcast(void* buff, size_t count, dcclDataType_t datatype, int root,
+                       dcclComm_t comm, dcclStream_t stream);
 /* sendcount elements from each rank; recvbuff holds nranks*sendcount. */
 dcclResult_t dcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                            dcclDataType_t datatype, dcclComm_t comm, dcclStream_t stream);

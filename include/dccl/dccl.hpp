@@ -1,5 +1,11 @@
-// DirectCCL C++ API: RAII handles over the C API, std::span buffers, dccl::Error.
+// DirectCCL C++ API: RAII handles over the C API, dccl::Error, and collectives
+// on any contiguous range (std::vector, std::array, std::span, const or not for
+// the source) of int8..uint64, float, double, dccl::half or dccl::bfloat16, plus
+// untyped overloads (pointers, count, dcclDataType_t) for everything else.
 #pragma once
+#include <cstdint>
+#include <cstring>
+#include <ranges>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -26,6 +32,81 @@ inline void check(dcclResult_t r) {
   }
 }
 
+// IEEE 754 binary16 (dcclFloat16): storage with round-to-nearest-even
+// conversions from and to float.
+struct half {
+  uint16_t bits = 0;
+  half() = default;
+  explicit half(float f) : bits(from_float(f)) {}
+  explicit operator float() const { return to_float(bits); }
+  static half from_bits(uint16_t b) {
+    half h;
+    h.bits = b;
+    return h;
+  }
+  static uint16_t from_float(float f) {
+    uint32_t x;
+    std::memcpy(&x, &f, sizeof x);
+    const uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+    if (ax > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // NaN stays NaN
+    const int e = static_cast<int>(ax >> 23);
+    uint32_t mant = ax & 0x7fffffu;
+    if (e >= 143) return static_cast<uint16_t>(sign | 0x7c00u);  // beyond the range: infinity
+    uint32_t h, rest, halfway;
+    if (e >= 113) {  // a normal half
+      h = (static_cast<uint32_t>(e - 112) << 10) | (mant >> 13);
+      rest = mant & 0x1fffu;
+      halfway = 0x1000u;
+    } else {  // a subnormal half or zero
+      if (e < 102) return static_cast<uint16_t>(sign);
+      mant |= 0x800000u;
+      const int shift = 126 - e;
+      h = mant >> shift;
+      rest = mant & ((1u << shift) - 1u);
+      halfway = 1u << (shift - 1);
+    }
+    if (rest > halfway || (rest == halfway && (h & 1u))) ++h;  // a carry may reach infinity: correct
+    return static_cast<uint16_t>(sign | h);
+  }
+  static float to_float(uint16_t b) {
+    const uint32_t sign = (b & 0x8000u) << 16, e = (b >> 10) & 0x1fu, m = b & 0x3ffu;
+    if (e == 0) {  // zero or subnormal: m * 2^-24, exact in float
+      const float v = static_cast<float>(m) * (1.0f / 16777216.0f);
+      return sign ? -v : v;
+    }
+    const uint32_t x = sign | (e == 0x1fu ? 0x7f800000u | (m << 13) : ((e + 112u) << 23) | (m << 13));
+    float f;
+    std::memcpy(&f, &x, sizeof f);
+    return f;
+  }
+};
+
+// bfloat16 (dcclBfloat16): the top half of a float, rounded to nearest even.
+struct bfloat16 {
+  uint16_t bits = 0;
+  bfloat16() = default;
+  explicit bfloat16(float f) : bits(from_float(f)) {}
+  explicit operator float() const { return to_float(bits); }
+  static bfloat16 from_bits(uint16_t b) {
+    bfloat16 h;
+    h.bits = b;
+    return h;
+  }
+  static uint16_t from_float(float f) {
+    uint32_t x;
+    std::memcpy(&x, &f, sizeof x);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet NaN
+    return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+  }
+  static float to_float(uint16_t b) {
+    const uint32_t x = static_cast<uint32_t>(b) << 16;
+    float f;
+    std::memcpy(&f, &x, sizeof f);
+    return f;
+  }
+};
+static_assert(sizeof(half) == 2 && sizeof(bfloat16) == 2);
+
 template <class T>
 constexpr dcclDataType_t datatype_of() {
   using U = std::remove_cv_t<T>;
@@ -37,8 +118,19 @@ constexpr dcclDataType_t datatype_of() {
   else if constexpr (std::is_same_v<U, uint64_t>) return dcclUint64;
   else if constexpr (std::is_same_v<U, float>) return dcclFloat32;
   else if constexpr (std::is_same_v<U, double>) return dcclFloat64;
+  else if constexpr (std::is_same_v<U, half>) return dcclFloat16;
+  else if constexpr (std::is_same_v<U, bfloat16>) return dcclBfloat16;
   else static_assert(sizeof(T) == 0, "no dccl datatype for this type; use the untyped overloads");
 }
+
+// A buffer the collectives read: any contiguous, sized range (const or not).
+template <class R>
+concept Source = std::ranges::contiguous_range<R> && std::ranges::sized_range<R>;
+// A buffer they write: the same, with writable elements.
+template <class R>
+concept Dest = Source<R> && !std::is_const_v<std::remove_reference_t<std::ranges::range_reference_t<R>>>;
+template <class R>
+using element_t = std::remove_cv_t<std::ranges::range_value_t<R>>;
 
 class Stream {
  public:
@@ -116,51 +208,95 @@ class Communicator {
   // Gives up ownership of the C handle without destroying it.
   [[nodiscard]] dcclComm_t release() { return std::exchange(c_, nullptr); }
 
-  template <class T>
-  void all_reduce(std::span<const T> send, std::span<T> recv, dcclRedOp_t op = dcclSum, Stream* s = nullptr) {
-    need(recv.size() == send.size(), "all_reduce: send and recv sizes differ");
-    check(dcclAllReduce(send.data(), recv.data(), send.size(), datatype_of<T>(), op, c_, sget(s)));
+  // ---- typed: element type and count from the ranges ----
+  template <Source S, Dest R>
+  void all_reduce(const S& send, R&& recv, dcclRedOp_t op = dcclSum, Stream* s = nullptr) {
+    same<S, R>();
+    need(std::ranges::size(recv) == std::ranges::size(send), "all_reduce: send and recv sizes differ");
+    all_reduce(std::ranges::data(send), std::ranges::data(recv), std::ranges::size(send), datatype_of<element_t<S>>(), op, s);
   }
-  template <class T>
-  void all_reduce(std::span<T> buf, dcclRedOp_t op = dcclSum, Stream* s = nullptr) {
-    check(dcclAllReduce(buf.data(), buf.data(), buf.size(), datatype_of<T>(), op, c_, sget(s)));
+  template <Dest R>
+  void all_reduce(R&& buf, dcclRedOp_t op = dcclSum, Stream* s = nullptr) {
+    all_reduce(std::ranges::data(buf), std::ranges::data(buf), std::ranges::size(buf), datatype_of<element_t<R>>(), op, s);
   }
-  template <class T>
-  void reduce(std::span<const T> send, std::span<T> recv, int root, dcclRedOp_t op = dcclSum, Stream* s = nullptr) {
-    check(dcclReduce(send.data(), recv.data(), send.size(), datatype_of<T>(), op, root, c_, sget(s)));
+  // recv is used on the root only (it may be empty elsewhere).
+  template <Source S, Dest R>
+  void reduce(const S& send, R&& recv, int root, dcclRedOp_t op = dcclSum, Stream* s = nullptr) {
+    same<S, R>();
+    need(rank() != root || std::ranges::size(recv) == std::ranges::size(send), "reduce: recv on the root must match send");
+    reduce(std::ranges::data(send), std::ranges::data(recv), std::ranges::size(send), datatype_of<element_t<S>>(), op, root, s);
   }
-  template <class T>
-  void broadcast(std::span<T> buf, int root, Stream* s = nullptr) {
-    check(dcclBroadcast(buf.data(), buf.data(), buf.size(), datatype_of<T>(), root, c_, sget(s)));
+  template <Dest R>
+  void broadcast(R&& buf, int root, Stream* s = nullptr) {
+    broadcast(std::ranges::data(buf), std::ranges::data(buf), std::ranges::size(buf), datatype_of<element_t<R>>(), root, s);
   }
-  template <class T>
-  void all_gather(std::span<const T> send, std::span<T> recv, Stream* s = nullptr) {
-    need(recv.size() == send.size() * static_cast<size_t>(size()), "all_gather: recv must hold size()*send elements");
-    check(dcclAllGather(send.data(), recv.data(), send.size(), datatype_of<T>(), c_, sget(s)));
+  template <Source S, Dest R>
+  void all_gather(const S& send, R&& recv, Stream* s = nullptr) {
+    same<S, R>();
+    need(std::ranges::size(recv) == std::ranges::size(send) * static_cast<size_t>(size()),
+         "all_gather: recv must hold size()*send elements");
+    all_gather(std::ranges::data(send), std::ranges::data(recv), std::ranges::size(send), datatype_of<element_t<S>>(), s);
   }
-  template <class T>
-  void reduce_scatter(std::span<const T> send, std::span<T> recv, dcclRedOp_t op = dcclSum, Stream* s = nullptr) {
-    need(send.size() == recv.size() * static_cast<size_t>(size()), "reduce_scatter: send must hold size()*recv elements");
-    check(dcclReduceScatter(send.data(), recv.data(), recv.size(), datatype_of<T>(), op, c_, sget(s)));
+  template <Source S, Dest R>
+  void reduce_scatter(const S& send, R&& recv, dcclRedOp_t op = dcclSum, Stream* s = nullptr) {
+    same<S, R>();
+    need(std::ranges::size(send) == std::ranges::size(recv) * static_cast<size_t>(size()),
+         "reduce_scatter: send must hold size()*recv elements");
+    reduce_scatter(std::ranges::data(send), std::ranges::data(recv), std::ranges::size(recv), datatype_of<element_t<S>>(), op, s);
   }
-  template <class T>
-  void all_to_all(std::span<const T> send, std::span<T> recv, Stream* s = nullptr) {
-    size_t n = static_cast<size_t>(size());
-    need(send.size() == recv.size() && send.size() % n == 0, "all_to_all: sizes must match and divide by size()");
-    check(dcclAlltoAll(send.data(), recv.data(), send.size() / n, datatype_of<T>(), c_, sget(s)));
+  template <Source S, Dest R>
+  void all_to_all(const S& send, R&& recv, Stream* s = nullptr) {
+    same<S, R>();
+    const size_t n = static_cast<size_t>(size());
+    need(std::ranges::size(send) == std::ranges::size(recv) && std::ranges::size(send) % n == 0,
+         "all_to_all: sizes must match and divide by size()");
+    all_to_all(std::ranges::data(send), std::ranges::data(recv), std::ranges::size(send) / n, datatype_of<element_t<S>>(), s);
   }
-  template <class T>
-  void send(std::span<const T> buf, int peer, Stream* s = nullptr) {
-    check(dcclSend(buf.data(), buf.size(), datatype_of<T>(), peer, c_, sget(s)));
+  template <Source S>
+  void send(const S& buf, int peer, Stream* s = nullptr) {
+    send(std::ranges::data(buf), std::ranges::size(buf), datatype_of<element_t<S>>(), peer, s);
   }
-  template <class T>
-  void recv(std::span<T> buf, int peer, Stream* s = nullptr) {
-    check(dcclRecv(buf.data(), buf.size(), datatype_of<T>(), peer, c_, sget(s)));
+  template <Dest R>
+  void recv(R&& buf, int peer, Stream* s = nullptr) {
+    recv(std::ranges::data(buf), std::ranges::size(buf), datatype_of<element_t<R>>(), peer, s);
+  }
+
+  // ---- untyped: the C API's arguments, for types the templates do not know ----
+  void all_reduce(const void* send, void* recv, size_t count, dcclDataType_t t, dcclRedOp_t op = dcclSum,
+                  Stream* s = nullptr) {
+    check(dcclAllReduce(send, recv, count, t, op, c_, sget(s)));
+  }
+  void reduce(const void* send, void* recv, size_t count, dcclDataType_t t, dcclRedOp_t op, int root,
+              Stream* s = nullptr) {
+    check(dcclReduce(send, recv, count, t, op, root, c_, sget(s)));
+  }
+  void broadcast(const void* send, void* recv, size_t count, dcclDataType_t t, int root, Stream* s = nullptr) {
+    check(dcclBroadcast(send, recv, count, t, root, c_, sget(s)));
+  }
+  void all_gather(const void* send, void* recv, size_t sendcount, dcclDataType_t t, Stream* s = nullptr) {
+    check(dcclAllGather(send, recv, sendcount, t, c_, sget(s)));
+  }
+  void reduce_scatter(const void* send, void* recv, size_t recvcount, dcclDataType_t t, dcclRedOp_t op = dcclSum,
+                      Stream* s = nullptr) {
+    check(dcclReduceScatter(send, recv, recvcount, t, op, c_, sget(s)));
+  }
+  void all_to_all(const void* send, void* recv, size_t count, dcclDataType_t t, Stream* s = nullptr) {
+    check(dcclAlltoAll(send, recv, count, t, c_, sget(s)));
+  }
+  void send(const void* buf, size_t count, dcclDataType_t t, int peer, Stream* s = nullptr) {
+    check(dcclSend(buf, count, t, peer, c_, sget(s)));
+  }
+  void recv(void* buf, size_t count, dcclDataType_t t, int peer, Stream* s = nullptr) {
+    check(dcclRecv(buf, count, t, peer, c_, sget(s)));
   }
   void barrier(Stream* s = nullptr) { check(dcclBarrier(c_, sget(s))); }
 
  private:
   static dcclStream_t sget(Stream* s) { return s ? s->get() : nullptr; }
+  template <class S, class R>
+  static constexpr void same() {
+    static_assert(std::is_same_v<element_t<S>, element_t<R>>, "send and recv element types differ");
+  }
   static void need(bool ok, const char* what) {
     if (!ok) throw Error(dcclInvalidArgument, what);
   }

@@ -11,11 +11,13 @@ using tune::Coll;
 
 namespace {
 
-// Rejects what would crash or hang later; every message names the argument.
+// Rejects what would crash or hang later; every message names the rank (once
+// the communicator is known), the call and the argument.
 struct Check {
   const char* fn;
+  int me = -1;  // this rank in the communicator; -1 before it is known
   [[noreturn]] void bad(const std::string& what, dcclResult_t code = dcclInvalidArgument) const {
-    core::raise(code, std::string(fn) + ": " + what);
+    core::raise(code, me >= 0 ? core::describe(me, fn, what) : std::string(fn) + ": " + what);
   }
   void dtype(dcclDataType_t t) const {
     if (!core::dtype_valid(t)) bad("datatype " + std::to_string(static_cast<int>(t)) + " is not a dcclDataType_t");
@@ -68,11 +70,18 @@ dcclResult_t submit(const char* fn, dcclComm_t comm, dcclStream_t stream, sched:
   return api::guard(fn, [&] {
     Check ck{fn};
     comm::Communicator& c = api::comm_of(comm, fn);
-    sched::Stream* s = api::stream_of(stream, fn);
+    ck.me = c.rank();
+    sched::Stream* s = api::stream_of(stream, fn, ck.me);
     ck.dtype(op.dt);
     ck.redop(op.op);
     check(ck, op, c.nranks());
     ck.same_kind(op.send, op.recv);
+    // A blocking send or receive with itself has no partner call to meet: only
+    // inside a group, next to its counterpart, can it complete.
+    if (op.coll == Coll::SendRecv && op.peer == c.rank() && !api::in_group())
+      ck.bad(std::string(op.is_send ? "send to" : "receive from") + " itself (peer " + std::to_string(op.peer) +
+                 ") outside dcclGroupStart/dcclGroupEnd can never complete; put the send and the receive in one group",
+             dcclInvalidUsage);
     if (op.coll == Coll::SendRecv)
       op.p2p_tag = c.next_p2p_tag(op.peer, op.is_send);
     else
@@ -142,6 +151,18 @@ dcclResult_t dcclBroadcast(const void* sendbuff, void* recvbuff, size_t count, d
     ck.buf(o.recv, o.count, "recvbuff");
     if (o.peer == o.root) ck.mem(o.send, o.count, o.dt, 1, "sendbuff (root)");
     ck.mem(o.recv, o.count, o.dt, 1, "recvbuff");
+  });
+}
+
+// NCCL's in-place broadcast: buff is the root's source and every rank's destination.
+dcclResult_t dcclBcast(void* buff, size_t count, dcclDataType_t datatype, int root, dcclComm_t comm,
+                       dcclStream_t stream) {
+  sched::Op o = make(Coll::Broadcast, buff, buff, count, datatype, dcclSum, root);
+  return submit("dcclBcast", comm, stream, o, [](const Check& ck, const sched::Op& o, int n) {
+    ck.rank(o.root, n, "root");
+    ck.count(o.count, o.dt, 1, "count");
+    ck.buf(o.recv, o.count, "buff");
+    ck.mem(o.recv, o.count, o.dt, 1, "buff");
   });
 }
 

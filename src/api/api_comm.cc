@@ -125,7 +125,7 @@ dcclResult_t dcclCommAbort(dcclComm_t comm) {
 dcclResult_t dcclCommCount(const dcclComm_t comm, int* count) {
   return api::guard("dcclCommCount", [&] {
     auto& c = api::comm_of(comm, "dcclCommCount");
-    if (!count) core::raise(dcclInvalidArgument, "dcclCommCount: count is NULL");
+    if (!count) core::raise(dcclInvalidArgument, core::describe(c.rank(), "dcclCommCount", "count is NULL"));
     *count = c.nranks();
   });
 }
@@ -133,7 +133,7 @@ dcclResult_t dcclCommCount(const dcclComm_t comm, int* count) {
 dcclResult_t dcclCommUserRank(const dcclComm_t comm, int* rank) {
   return api::guard("dcclCommUserRank", [&] {
     auto& c = api::comm_of(comm, "dcclCommUserRank");
-    if (!rank) core::raise(dcclInvalidArgument, "dcclCommUserRank: rank is NULL");
+    if (!rank) core::raise(dcclInvalidArgument, core::describe(c.rank(), "dcclCommUserRank", "rank is NULL"));
     *rank = c.rank();
   });
 }
@@ -141,7 +141,7 @@ dcclResult_t dcclCommUserRank(const dcclComm_t comm, int* rank) {
 dcclResult_t dcclCommGetAsyncError(dcclComm_t comm, dcclResult_t* err) {
   return api::guard("dcclCommGetAsyncError", [&] {
     auto& c = api::comm_of(comm, "dcclCommGetAsyncError");
-    if (!err) core::raise(dcclInvalidArgument, "dcclCommGetAsyncError: asyncError is NULL");
+    if (!err) core::raise(dcclInvalidArgument, core::describe(c.rank(), "dcclCommGetAsyncError", "asyncError is NULL"));
     *err = c.async_error();
     if (*err != dcclSuccess) api::set_last_error(c.async_error_text());
   });
@@ -167,7 +167,7 @@ dcclResult_t dcclCommSplit(dcclComm_t comm, int color, int key, dcclComm_t* newc
 dcclResult_t dcclCommGetStats(dcclComm_t comm, dcclStats_t* stats) {
   return api::guard("dcclCommGetStats", [&] {
     auto& c = api::comm_of(comm, "dcclCommGetStats");
-    if (!stats) core::raise(dcclInvalidArgument, "dcclCommGetStats: stats is NULL");
+    if (!stats) core::raise(dcclInvalidArgument, core::describe(c.rank(), "dcclCommGetStats", "stats is NULL"));
     *stats = c.stats();
   });
 }

@@ -44,11 +44,13 @@ bool unregister_stream(dcclStream* s) {
   std::lock_guard<std::mutex> lk(g_mu);
   return streams().erase(s) == 1;
 }
-sched::Stream* stream_of(dcclStream* s, const char* fn) {
+sched::Stream* stream_of(dcclStream* s, const char* fn, int rank) {
   if (s == nullptr) return nullptr;
   std::lock_guard<std::mutex> lk(g_mu);
-  if (!streams().count(s))
-    core::raise(dcclInvalidUsage, std::string(fn) + ": stream is not a live stream (destroyed or never created)");
+  if (!streams().count(s)) {
+    const std::string why = "stream is not a live stream (destroyed or never created)";
+    core::raise(dcclInvalidUsage, rank >= 0 ? core::describe(rank, fn, why) : std::string(fn) + ": " + why);
+  }
   return &s->impl;
 }
 

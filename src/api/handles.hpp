@@ -27,7 +27,8 @@ bool unregister_comm(dcclComm* c);
 comm::Communicator& comm_of(dcclComm* c, const char* fn);
 void register_stream(dcclStream* s);
 bool unregister_stream(dcclStream* s);
-sched::Stream* stream_of(dcclStream* s, const char* fn);  // null stays null
+// Null stays null; a dead stream is refused (naming `rank` when it is known, >= 0).
+sched::Stream* stream_of(dcclStream* s, const char* fn, int rank = -1);
 
 // Runs f, turning every exception into a result code and the last-error text.
 template <class F>

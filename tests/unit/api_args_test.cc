@@ -181,6 +181,11 @@ void expect_refused(const Case& k) {
   const std::string text = last_error(k.call.comm);
   EXPECT_NE(text.find(k.word), std::string::npos) << "last error '" << text << "' does not name " << k.word;
   EXPECT_NE(text.find(kFnName[k.call.fn]), std::string::npos) << "last error '" << text << "' does not name the call";
+  int me = -1;
+  if (k.call.comm && dcclCommUserRank(k.call.comm, &me) == dcclSuccess) {
+    const std::string who = "rank " + std::to_string(me) + ": ";
+    EXPECT_EQ(text.rfind(who, 0), 0u) << "last error '" << text << "' does not begin with '" << who << "'";
+  }
 }
 
 // Runs the whole table of bad calls on rank r's communicator.
@@ -259,6 +264,65 @@ TEST_P(ApiArgs, RefusedCallInsideGroupIsNotQueued) {
   EXPECT_EQ(dcclSend(&x, 1, dcclFloat32, n, c, nullptr), dcclInvalidArgument);
   EXPECT_NE(last_error(c).find("peer"), std::string::npos) << last_error(c);
   EXPECT_EQ(dcclGroupEnd(), dcclSuccess) << last_error(c);
+  expect_allreduce_works(cs);
+}
+
+// A send to or receive from itself outside a group has no partner call and could
+// never complete (before: 16 B succeeded through the eager path, 64 MiB waited out
+// the timeout). Refused at once, on a stream too; inside a group it works.
+TEST_P(ApiArgs, SendToSelfOutsideGroupIsRefused) {
+  const auto& cs = comms(GetParam());
+  const int n = GetParam();
+  on_ranks(n, [&](int r) {
+    dcclComm_t c = cs[static_cast<size_t>(r)];
+    dcclStream_t s = nullptr;
+    ASSERT_EQ(dcclStreamCreate(&s), dcclSuccess) << last_error();
+    std::vector<int32_t> out(1 << 20), in(1 << 20, -1);
+    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int32_t>(i) * 3 + r;
+    for (dcclStream_t st : {static_cast<dcclStream_t>(nullptr), s})
+      for (size_t count : {size_t{4}, out.size()}) {
+        EXPECT_EQ(dcclSend(out.data(), count, dcclInt32, r, c, st), dcclInvalidUsage);
+        std::string text = last_error(c);
+        EXPECT_NE(text.find("rank " + std::to_string(r) + ": dcclSend: send to itself"), std::string::npos) << text;
+        EXPECT_NE(text.find("group"), std::string::npos) << text;
+        EXPECT_EQ(dcclRecv(in.data(), count, dcclInt32, r, c, st), dcclInvalidUsage);
+        text = last_error(c);
+        EXPECT_NE(text.find("dcclRecv: receive from itself"), std::string::npos) << text;
+      }
+    EXPECT_EQ(dcclStreamQuery(s), dcclSuccess) << "a refused call left work on the stream";
+    EXPECT_EQ(dcclStreamDestroy(s), dcclSuccess) << last_error();
+    ASSERT_EQ(dcclGroupStart(), dcclSuccess);
+    EXPECT_EQ(dcclSend(out.data(), out.size(), dcclInt32, r, c, nullptr), dcclSuccess) << last_error(c);
+    EXPECT_EQ(dcclRecv(in.data(), in.size(), dcclInt32, r, c, nullptr), dcclSuccess) << last_error(c);
+    EXPECT_EQ(dcclGroupEnd(), dcclSuccess) << last_error(c);
+    EXPECT_EQ(in, out) << "rank " << r << ": the grouped send to itself delivered wrong data";
+  });
+  expect_allreduce_works(cs);
+}
+
+// dcclBcast, NCCL's in-place broadcast: every root, checked data; bad input
+// refused with the rank, the call and the argument named.
+TEST_P(ApiArgs, BcastInPlaceFromEveryRoot) {
+  const auto& cs = comms(GetParam());
+  const int n = GetParam();
+  on_ranks(n, [&](int r) {
+    dcclComm_t c = cs[static_cast<size_t>(r)];
+    for (int root = 0; root < n; ++root) {
+      std::vector<double> b(4099, -1.0);
+      if (r == root)
+        for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<double>(i) * 0.5 + root;
+      ASSERT_EQ(dcclBcast(b.data(), b.size(), dcclFloat64, root, c, nullptr), dcclSuccess) << last_error(c);
+      for (size_t i = 0; i < b.size(); ++i) ASSERT_EQ(b[i], static_cast<double>(i) * 0.5 + root) << "root " << root;
+    }
+    double x = 0;
+    EXPECT_EQ(dcclBcast(nullptr, 4, dcclFloat64, 0, c, nullptr), dcclInvalidArgument);
+    EXPECT_NE(last_error(c).find("rank " + std::to_string(r) + ": dcclBcast: buff is NULL"), std::string::npos)
+        << last_error(c);
+    EXPECT_EQ(dcclBcast(&x, 1, dcclFloat64, n, c, nullptr), dcclInvalidArgument);
+    EXPECT_NE(last_error(c).find("root " + std::to_string(n)), std::string::npos) << last_error(c);
+    EXPECT_EQ(dcclBcast(&x, 1, as_enum<dcclDataType_t>(77), 0, c, nullptr), dcclInvalidArgument);
+    EXPECT_EQ(dcclBcast(&x, 1, dcclFloat64, 0, nullptr, nullptr), dcclInvalidArgument);
+  });
   expect_allreduce_works(cs);
 }
 
@@ -469,6 +533,10 @@ TEST(ApiArgsErrors, EveryCodeHasText) {
   expect_code(dcclGetVersion(nullptr), dcclInvalidArgument, "version", "version NULL");
   EXPECT_EQ(dcclGetVersion(&version), dcclSuccess);
   EXPECT_EQ(version, DCCL_VERSION_CODE);
+  EXPECT_EQ(version, DCCL_VERSION(DCCL_MAJOR, DCCL_MINOR, DCCL_PATCH));
+  EXPECT_EQ(DCCL_VERSION(1, 2, 3), 10203);
+  EXPECT_GT(DCCL_VERSION(0, 10, 0), DCCL_VERSION(0, 9, 99));
+  EXPECT_GE(version, DCCL_VERSION(0, 1, 0));
 }
 
 // The last error belongs to the thread that made the failing call.

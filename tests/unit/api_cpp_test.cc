@@ -4,7 +4,10 @@
 // for floating types, exact for integers).
 #include <gtest/gtest.h>
 
+#include <array>
 #include <barrier>
+#include <cstring>
+#include <random>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -16,6 +19,7 @@
 #include <vector>
 
 #include "dccl/dccl.hpp"
+#include "kernels/reduce.hpp"
 
 namespace {
 
@@ -238,6 +242,69 @@ TEST_P(Cpp, ErrorsCarryTheirCode) {
   });
 }
 
+// Non-const vectors and arrays as sources, float16/bfloat16 element types, and
+// the untyped overloads. Inputs are small multiples of 0.25, exact in float16
+// and bfloat16, so the float64 reference sums are exact too.
+TEST_P(Cpp, NonConstSourcesHalfTypesAndUntypedOverloads) {
+  with_world(GetParam(), [](dccl::Communicator& c) {
+    const int n = c.size(), r = c.rank();
+    const size_t un = static_cast<size_t>(n), k = 301;
+    auto val = [](int q, size_t i) { return 0.25 * static_cast<double>((i * 7 + static_cast<size_t>(q) * 3) % 29) - 3.0; };
+    auto sum = [&](size_t i) {
+      double s = 0;
+      for (int q = 0; q < n; ++q) s += val(q, i);
+      return s;
+    };
+
+    std::vector<float> f_in(k), f_out(k);  // a non-const vector as the source
+    for (size_t i = 0; i < k; ++i) f_in[i] = static_cast<float>(val(r, i));
+    c.all_reduce(f_in, f_out);
+    for (size_t i = 0; i < k; ++i) ASSERT_EQ(static_cast<double>(f_out[i]), sum(i)) << "float at " << i;
+
+    std::vector<dccl::half> h(k);
+    std::vector<dccl::bfloat16> b_in(k), b_out(k);
+    for (size_t i = 0; i < k; ++i) {
+      h[i] = dccl::half(static_cast<float>(val(r, i)));
+      b_in[i] = dccl::bfloat16(static_cast<float>(val(r, i)));
+    }
+    c.all_reduce(h);  // in place
+    c.all_reduce(b_in, b_out, dcclSum);
+    for (size_t i = 0; i < k; ++i) {
+      ASSERT_EQ(static_cast<double>(static_cast<float>(h[i])), sum(i)) << "half at " << i;
+      ASSERT_EQ(static_cast<double>(static_cast<float>(b_out[i])), sum(i)) << "bfloat16 at " << i;
+    }
+
+    std::array<int32_t, 5> mine{};
+    for (size_t i = 0; i < mine.size(); ++i) mine[i] = static_cast<int32_t>(r * 10 + static_cast<int>(i));
+    std::vector<int32_t> all(mine.size() * un);
+    c.all_gather(mine, all);  // a non-const std::array as the source
+    for (size_t q = 0; q < un; ++q)
+      for (size_t i = 0; i < mine.size(); ++i) ASSERT_EQ(all[q * mine.size() + i], static_cast<int32_t>(q * 10 + i));
+
+    std::vector<dccl::half> rs_in(k * un), rs_out(k);
+    for (size_t i = 0; i < rs_in.size(); ++i) rs_in[i] = dccl::half(static_cast<float>(val(r, i)));
+    c.reduce_scatter(rs_in, rs_out);
+    for (size_t i = 0; i < k; ++i) {
+      double want = 0;
+      for (int q = 0; q < n; ++q) want += val(q, static_cast<size_t>(r) * k + i);
+      ASSERT_EQ(static_cast<double>(static_cast<float>(rs_out[i])), want) << "half reduce_scatter at " << i;
+    }
+
+    // Untyped: raw float16 bits through the C datatypes.
+    std::vector<uint16_t> raw(k), raw_out(k);
+    for (size_t i = 0; i < k; ++i) raw[i] = dccl::half(static_cast<float>(val(r, i))).bits;
+    c.all_reduce(raw.data(), raw_out.data(), k, dcclFloat16, dcclMax);
+    for (size_t i = 0; i < k; ++i) {
+      double want = val(0, i);
+      for (int q = 1; q < n; ++q) want = std::max(want, val(q, i));
+      ASSERT_EQ(static_cast<double>(dccl::half::to_float(raw_out[i])), want) << "untyped max at " << i;
+    }
+    std::vector<uint16_t> bc(k, r == 0 ? 0x3c00 : 0);
+    c.broadcast(bc.data(), bc.data(), k, dcclFloat16, 0);
+    for (uint16_t x : bc) ASSERT_EQ(x, 0x3c00);
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, Cpp, ::testing::Values(2, 3), [](const ::testing::TestParamInfo<int>& i) {
   std::string name = "n";
   name += std::to_string(i.param);
@@ -302,3 +369,40 @@ TEST(CppInProcess, DISABLED_DestroyRightAfterTheLastCall) {
 }
 
 }  // namespace
+
+// The header's conversions agree with the library's kernels on every float16
+// and bfloat16 value and on a million float bit patterns, and with hand-checked
+// values at the edges (largest, overflow, subnormals, ties to even).
+TEST(CppTypes, HalfAndBfloat16ConvertLikeTheKernels) {
+  for (uint32_t b = 0; b < 65536; ++b) {
+    const uint16_t h = static_cast<uint16_t>(b);
+    const float a = dccl::half::to_float(h), k = dccl::kernels::half_to_float(h);
+    if (std::isnan(k)) ASSERT_TRUE(std::isnan(a)) << b;
+    else ASSERT_EQ(std::memcmp(&a, &k, sizeof a), 0) << "half bits " << b << ": " << a << " vs " << k;
+    const float ba = dccl::bfloat16::to_float(h), bk = dccl::kernels::bf16_to_float(h);
+    if (std::isnan(bk)) ASSERT_TRUE(std::isnan(ba)) << b;
+    else ASSERT_EQ(std::memcmp(&ba, &bk, sizeof ba), 0) << "bfloat16 bits " << b;
+  }
+  std::mt19937 rng(7);
+  for (int i = 0; i < 1000000; ++i) {
+    const uint32_t x = static_cast<uint32_t>(rng());
+    float f;
+    std::memcpy(&f, &x, sizeof f);
+    if (std::isnan(f)) {
+      EXPECT_TRUE(std::isnan(dccl::half::to_float(dccl::half::from_float(f))));
+      EXPECT_TRUE(std::isnan(dccl::bfloat16::to_float(dccl::bfloat16::from_float(f))));
+      continue;
+    }
+    ASSERT_EQ(dccl::half::from_float(f), dccl::kernels::float_to_half(f)) << "float bits " << x;
+    ASSERT_EQ(dccl::bfloat16::from_float(f), dccl::kernels::float_to_bf16(f)) << "float bits " << x;
+  }
+  const std::pair<float, uint16_t> halves[] = {
+      {1.0f, 0x3c00}, {-2.0f, 0xc000}, {65504.0f, 0x7bff}, {65519.0f, 0x7bff}, {65520.0f, 0x7c00},
+      {1e9f, 0x7c00}, {std::ldexp(1.0f, -24), 0x0001}, {std::ldexp(1.0f, -25), 0x0000},
+      {std::ldexp(1.5f, -25), 0x0001}, {std::ldexp(1.0f, -14), 0x0400}, {0.1f, 0x2e66}, {-0.0f, 0x8000},
+      {1.0f + std::ldexp(1.0f, -11), 0x3c00}, {1.0f + 3 * std::ldexp(1.0f, -11), 0x3c02}};
+  for (auto [f, want] : halves) EXPECT_EQ(dccl::half::from_float(f), want) << f;
+  EXPECT_EQ(dccl::bfloat16::from_float(1.0f), 0x3f80);
+  EXPECT_EQ(dccl::bfloat16::from_float(1.0f + std::ldexp(1.0f, -8)), 0x3f80);  // tie: to even
+  EXPECT_EQ(dccl::bfloat16::from_float(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3f82);
+}
