@@ -49,6 +49,10 @@ void print_env_md() {
   printf("| Open MPI | `OMPI_COMM_WORLD_RANK` | `OMPI_COMM_WORLD_SIZE` | `DCCL_ADDR` or `MASTER_ADDR`/`MASTER_PORT` |\n");
   printf("| MPICH/PMI | `PMI_RANK` | `PMI_SIZE` | `DCCL_ADDR` or `MASTER_ADDR`/`MASTER_PORT` |\n");
   printf("| Slurm | `SLURM_PROCID` | `SLURM_NTASKS` | `DCCL_ADDR` or `MASTER_ADDR`/`MASTER_PORT` |\n");
+  printf("\nThe store listens on `MASTER_PORT + 1` (the launcher's own store holds `MASTER_PORT`), so\n");
+  printf("`MASTER_PORT=65535` is refused. A single rank (world size 1) needs no address: it runs a\n");
+  printf("private store on loopback. A second `dcclCommInitFromEnv` of the same job while the first\n");
+  printf("communicator lives shares rank 0's store, in a key namespace of its own.\n");
 }
 
 void print_env() {

@@ -99,8 +99,7 @@ dcclResult_t dcclCommInitFromEnv(dcclComm_t* comm) {
     if (!comm) core::raise(dcclInvalidArgument, "dcclCommInitFromEnv: comm is NULL");
     *comm = nullptr;
     boot::EnvJob job = boot::env_job();
-    std::unique_ptr<boot::StoreServer> server;
-    if (job.host_store) server = boot::StoreServer::start(job.id.host, job.id.port, job.id.secret);
+    std::unique_ptr<boot::StoreServer> server = boot::env_store(&job);
     std::string ns = "env" + std::to_string(g_env_inits.fetch_add(1));
     make_comm(comm, job.id, job.nranks, job.rank, std::move(server), ns);
   });

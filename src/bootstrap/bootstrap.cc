@@ -118,7 +118,7 @@ void Bootstrap::Impl::connect(const UniqueIdData& id, Clock::time_point dl) {
   net::SockAddr a;
   std::string why;
   if (!net::resolve(id.host, id.port, &a, &why)) fail(dcclInvalidArgument, op, why);
-  where = net::addr_to_string(a);
+  where = net::addr_to_string(a) + (id.origin.empty() ? "" : " (" + id.origin + ")");
   auto backoff = std::chrono::milliseconds(10);
   std::string last = "none";
   int attempts = 0;

@@ -6,6 +6,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
+#include <mutex>
 #include <cstdlib>
 #include <cstring>
 
@@ -111,7 +113,48 @@ std::array<uint8_t, 16> derived_secret(const std::string& seed) {
   return out;
 }
 
+// The stores this process started for communicators from the environment, by
+// requested address: a second communicator of the same job shares the first's.
+std::mutex g_stores_mu;
+std::map<std::string, std::weak_ptr<StoreServer>>& env_stores() {
+  static auto* m = new std::map<std::string, std::weak_ptr<StoreServer>>();
+  return *m;
+}
+std::shared_ptr<StoreServer> running_store(const std::string& host, uint16_t port) {
+  std::lock_guard<std::mutex> lk(g_stores_mu);
+  auto it = env_stores().find(host + ":" + std::to_string(port));
+  return it == env_stores().end() ? nullptr : it->second.lock();
+}
+
+// A communicator's handle on a shared store; holds the secret file published
+// for its job, if any.
+class SharedStore final : public StoreServer {
+ public:
+  SharedStore(std::shared_ptr<StoreServer> s, std::unique_ptr<SecretFile> file)
+      : s_(std::move(s)), file_(std::move(file)) {}
+  UniqueIdData id() const override { return s_->id(); }
+  void set_host_rank(int rank) override { s_->set_host_rank(rank); }
+
+ private:
+  std::shared_ptr<StoreServer> s_;
+  std::unique_ptr<SecretFile> file_;
+};
+
 }  // namespace
+
+std::unique_ptr<StoreServer> env_store(EnvJob* job) {
+  if (!job->host_store) return nullptr;
+  if (job->running_store)
+    return std::make_unique<SharedStore>(job->running_store, adopt_secret_file(job->id.secret, job->id.port));
+  std::shared_ptr<StoreServer> s = StoreServer::start(job->id.host, job->id.port, job->id.secret);
+  if (job->id.port == 0) {  // a single rank's private store: nobody else uses it
+    job->id = s->id();
+  } else {
+    std::lock_guard<std::mutex> lk(g_stores_mu);
+    env_stores()[job->id.host + ":" + std::to_string(job->id.port)] = s;
+  }
+  return std::make_unique<SharedStore>(std::move(s), nullptr);
+}
 
 EnvJob env_job() {
   const core::Config cfg = core::load_config();  // a bad setting fails here, naming it
@@ -140,16 +183,45 @@ EnvJob env_job() {
     if (colon == std::string::npos) core::raise(dcclInvalidArgument, "DCCL_ADDR must be host:port, got '" + a + "'");
     host = a.substr(0, colon);
     port = core::parse_int(a.substr(colon + 1), "DCCL_ADDR port");
+    job.id.origin = "DCCL_ADDR";
   } else if (env("MASTER_ADDR") && env("MASTER_PORT")) {
     // MASTER_PORT itself belongs to the launcher's own store; ours listens on the next port.
     host = env("MASTER_ADDR");
     port = core::parse_int(env("MASTER_PORT"), "MASTER_PORT");
-    if (port < INT64_MAX) ++port;
+    if (port == 65535)
+      core::raise(dcclInvalidArgument,
+                  core::describe(job.rank, "dcclCommInitFromEnv",
+                                 "MASTER_PORT=65535: the DirectCCL store listens on MASTER_PORT + 1 (the launcher's "
+                                 "own store holds MASTER_PORT), and 65536 is not a port; choose a MASTER_PORT below "
+                                 "65535 or give the store its own address with DCCL_ADDR=host:port"));
+    if (port > 0 && port < 65535) ++port;
+    job.id.origin = "MASTER_PORT + 1";
+  } else if (job.nranks == 1) {
+    // One rank meets nobody: a private store on loopback, on a port the kernel picks.
+    job.id.host = "127.0.0.1";
+    job.id.port = 0;
+    job.id.secret = random_secret();
+    job.id.origin = "private to the single rank";
+    job.host_store = true;
+    g_jobs.fetch_add(1);
+    return job;
   } else {
-    core::raise(dcclInvalidArgument, "dcclCommInitFromEnv: no rendezvous address (set DCCL_ID, DCCL_ADDR=host:port, "
-                               "or MASTER_ADDR and MASTER_PORT)");
+    const std::string missing = env("MASTER_ADDR") ? "MASTER_PORT is not set (MASTER_ADDR is)"
+                                : env("MASTER_PORT") ? "MASTER_ADDR is not set (MASTER_PORT is)"
+                                                     : "none of DCCL_ID, DCCL_ADDR, MASTER_ADDR/MASTER_PORT is set";
+    core::raise(dcclInvalidArgument,
+                core::describe(job.rank, "dcclCommInitFromEnv",
+                               "no rendezvous address for " + std::to_string(job.nranks) + " ranks from " + job.source +
+                                   ": " + missing +
+                                   ". Set DCCL_ADDR=host:port on every rank (the store listens there), or MASTER_ADDR "
+                                   "and MASTER_PORT (torchrun sets them; under mpirun or srun export them; the store "
+                                   "listens on MASTER_PORT + 1), or start the job with dccl-run, which sets DCCL_ID. "
+                                   "A single rank (world size 1) needs none"));
   }
-  if (port <= 0 || port > 65535) core::raise(dcclInvalidArgument, "rendezvous port out of range: " + std::to_string(port));
+  if (port <= 0 || port > 65535)
+    core::raise(dcclInvalidArgument, core::describe(job.rank, "dcclCommInitFromEnv",
+                                                    "rendezvous port out of range: " + std::to_string(port) + " (" +
+                                                        job.id.origin + ")"));
   job.id.host = numeric_host(host);
   job.id.port = static_cast<uint16_t>(port);
   const std::string addr = job.id.host + ":" + std::to_string(port);
@@ -158,6 +230,7 @@ EnvJob env_job() {
   for (const char* v : {"TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "SLURM_STEP_ID", "OMPI_MCA_ess_base_jobid",
                         "PMI_JOBID"})
     if (env(v)) seed += std::string(":") + env(v);
+  if (job.rank == 0) job.running_store = running_store(job.id.host, job.id.port);
   if (const char* s = env("DCCL_SECRET")) {
     job.id.secret = secret_from_hex(s);
   } else if (cfg.insecure) {
@@ -179,7 +252,9 @@ EnvJob env_job() {
     const std::string key = seed + " #" + std::to_string(g_jobs.load());
     const auto timeout = std::chrono::milliseconds(cfg.timeout_s * 1000);
     if (job.rank == 0) {
-      job.id.secret = publish_secret(key, job.nranks, job.id.port, job.rank, nullptr);
+      const std::array<uint8_t, 16> running = job.running_store ? job.running_store->id().secret : job.id.secret;
+      job.id.secret = publish_secret(key, job.nranks, job.id.port, job.rank, nullptr,
+                                     job.running_store ? &running : nullptr);
     } else {
       SharedSecret sh = read_secret(key, job.rank, std::chrono::steady_clock::now() + timeout, timeout);
       job.id.secret = sh.secret;
@@ -189,6 +264,14 @@ EnvJob env_job() {
     }
   }
   job.host_store = job.rank == 0;
+  if (job.running_store && job.running_store->id().secret != job.id.secret)
+    core::raise(dcclInvalidUsage,
+                core::describe(job.rank, "dcclCommInitFromEnv",
+                               "this process already runs the store at " + addr + " (" + job.id.origin +
+                                   ") for an earlier communicator from the environment, with another job secret "
+                                   "(DCCL_SECRET or DCCL_INSECURE changed in between); a second communicator of "
+                                   "the same address shares that store, so keep the secret, or destroy the first "
+                                   "communicator before"));
   g_jobs.fetch_add(1);
   return job;
 }

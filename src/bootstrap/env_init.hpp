@@ -1,8 +1,10 @@
 // Where rank, size and rendezvous come from for dcclCommInitFromEnv:
 // DCCL_* (dccl-run), torchrun, Open MPI, MPICH/PMI and Slurm variables.
 #pragma once
+#include <memory>
 #include <string>
 
+#include "bootstrap/store.hpp"
 #include "bootstrap/unique_id.hpp"
 
 namespace dccl::boot {
@@ -12,9 +14,19 @@ struct EnvJob {
   boot::UniqueIdData id;
   bool host_store = false;   // this rank (0) must start the store at id.host:id.port
   std::string source;        // which launcher's variables were used, for messages
+  // Set when this process already runs the store at id.host:id.port for an
+  // earlier communicator from the environment that is still alive.
+  std::shared_ptr<StoreServer> running_store;
 };
 
 // Throws Error(dcclInvalidArgument) naming the missing or bad variable.
 EnvJob env_job();
+
+// The store rank 0 hosts for `job` (null on other ranks): the store this process
+// already runs at that address, shared (a second communicator from the same
+// environment gets a key namespace of its own in it), or a new one, which later
+// communicators of the same address share while it lives. A single rank's
+// private store is started on a free port and `job->id` updated.
+std::unique_ptr<StoreServer> env_store(EnvJob* job);
 
 }  // namespace dccl::boot

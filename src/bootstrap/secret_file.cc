@@ -236,7 +236,7 @@ SecretFile::~SecretFile() {
 }
 
 std::array<uint8_t, 16> publish_secret(const std::string& job, int nranks, uint16_t port, int rank,
-                                       std::string* path_out) {
+                                       std::string* path_out, const std::array<uint8_t, 16>* reuse) {
   const std::string op = "publish job secret";
   const std::string path = secret_path(job);
   if (path_out) *path_out = path;
@@ -245,7 +245,7 @@ std::array<uint8_t, 16> publish_secret(const std::string& job, int nranks, uint1
   c.nranks = nranks;
   c.pid = getpid();
   c.host = host_name();
-  c.secret = random_secret();
+  c.secret = reuse ? *reuse : random_secret();
   const std::string tmp = path + ".tmp" + std::to_string(getpid());
   ::unlink(tmp.c_str());  // ours, from an earlier failed attempt of this pid
   int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);

@@ -49,8 +49,10 @@ class SecretFile {
 // Throws core::Error: dcclInvalidUsage when a live process (another job using the
 // same address) holds the file, dcclSystemError when it cannot be written, or
 // when the name is taken by another user's file.
+// With `reuse`, that secret is published instead of a fresh one (a store this
+// process runs already serves the job).
 std::array<uint8_t, 16> publish_secret(const std::string& job, int nranks, uint16_t port, int rank,
-                                       std::string* path);
+                                       std::string* path, const std::array<uint8_t, 16>* reuse = nullptr);
 
 struct SharedSecret {
   std::array<uint8_t, 16> secret{};

@@ -13,6 +13,7 @@ struct UniqueIdData {
   std::string host;                 // numeric IPv4/IPv6 address of the store
   uint16_t port = 0;
   std::array<uint8_t, 16> secret{};  // random job secret
+  std::string origin;  // where the address came from ("MASTER_PORT + 1"); in messages, not in the id
 };
 
 void encode_id(const UniqueIdData& d, dcclUniqueId* out);

@@ -90,7 +90,7 @@ std::string blob(int rank, int round) {
 
 TEST(UniqueId, RoundTrip) {
   for (std::string host : {"10.1.2.3", "127.0.0.1", "fe80::1%lo", "2001:db8::42"}) {
-    UniqueIdData d{host, 29500, random_secret()};
+    UniqueIdData d{host, 29500, random_secret(), ""};
     dcclUniqueId id;
     encode_id(d, &id);
     UniqueIdData back = decode_id(id_from_hex(id_to_hex(id)));
@@ -117,7 +117,7 @@ TEST(UniqueId, RejectsGarbage) {
     EXPECT_EQ(catch_error([&] { decode_id(g); }).code(), dcclInvalidArgument);
   }
   dcclUniqueId good;
-  encode_id({"10.0.0.1", 1234, random_secret()}, &good);
+  encode_id({"10.0.0.1", 1234, random_secret(), ""}, &good);
   for (int i : {0, 5, 7, 20, 40, 100, 127}) {  // any flipped byte is caught
     dcclUniqueId bad = good;
     bad.internal[i] ^= 0x10;
@@ -126,8 +126,8 @@ TEST(UniqueId, RejectsGarbage) {
   EXPECT_EQ(catch_error([] { id_from_hex("abc"); }).code(), dcclInvalidArgument);
   EXPECT_EQ(catch_error([] { id_from_hex(std::string(256, 'x')); }).code(), dcclInvalidArgument);
   dcclUniqueId out;
-  EXPECT_EQ(catch_error([&] { encode_id({"node01", 1, {}}, &out); }).code(), dcclInvalidArgument);
-  EXPECT_EQ(catch_error([&] { encode_id({"1.2.3.4", 0, {}}, &out); }).code(), dcclInvalidArgument);
+  EXPECT_EQ(catch_error([&] { encode_id({"node01", 1, {}, ""}, &out); }).code(), dcclInvalidArgument);
+  EXPECT_EQ(catch_error([&] { encode_id({"1.2.3.4", 0, {}, ""}, &out); }).code(), dcclInvalidArgument);
 }
 
 namespace {
@@ -428,7 +428,7 @@ TEST(Store, GetTimesOutAndConnectionStaysUsable) {
 }
 
 TEST(Store, ConnectToNobodyTimesOut) {
-  UniqueIdData id{"127.0.0.1", unused_port(), random_secret()};
+  UniqueIdData id{"127.0.0.1", unused_port(), random_secret(), ""};
   auto t0 = Clock::now();
   Error e = catch_error([&] { Bootstrap b(id, 1, 2, 300ms); });
   EXPECT_EQ(e.code(), dcclTimeout);
@@ -438,7 +438,7 @@ TEST(Store, ConnectToNobodyTimesOut) {
 
 TEST(Store, ClientWaitsForLateServer) {
   auto secret = random_secret();
-  UniqueIdData id{"127.0.0.1", unused_port(), secret};
+  UniqueIdData id{"127.0.0.1", unused_port(), secret, ""};
   std::thread late([&] {
     std::this_thread::sleep_for(200ms);
     Bootstrap root(id, 0, 2, 5s, StoreServer::start("127.0.0.1", id.port, secret));

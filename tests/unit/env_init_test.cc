@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -30,7 +31,7 @@ const char* const kLauncherVars[] = {
     "SLURM_PROCID", "SLURM_NTASKS", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "SLURM_STEP_ID",
     "OMPI_MCA_ess_base_jobid", "PMI_JOBID", "DCCL_STAGING_SLOT_BYTES", "DCCL_CHUNK_BYTES", "DCCL_ALGO",
     "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NNODES", "SLURM_STEP_NUM_NODES",
-    "SLURM_JOB_NUM_NODES", "DCCL_INSECURE", "DCCL_DEBUG", "DCCL_SMEM_BYTES", "TEST_STDERR_FILE"};
+    "SLURM_JOB_NUM_NODES", "DCCL_INSECURE", "DCCL_DEBUG", "DCCL_SMEM_BYTES", "TEST_STDERR_FILE", "TEST_SECOND_INIT"};
 
 void clear_launcher_vars() {
   for (const char* v : kLauncherVars) unsetenv(v);
@@ -63,6 +64,8 @@ int free_port() {
 
 struct Outcome {
   int init = -1, allreduce = -1, rank = -1, size = -1, sum = -1;
+  int second = -1;        // a second dcclCommInitFromEnv while the first lives (TEST_SECOND_INIT)
+  long second_ms = -1;    // how long it took
   std::string error;  // dcclGetLastError after the first failure
   int status = -1;    // wait status of the child
 };
@@ -85,13 +88,28 @@ struct Outcome {
     int32_t mine = o.rank + 1;
     o.allreduce = dcclAllReduce(&mine, &o.sum, 1, dcclInt32, dcclSum, c, nullptr);
     if (o.allreduce != dcclSuccess) o.error = dcclGetLastError(c);
+    if (getenv("TEST_SECOND_INIT")) {
+      dcclComm_t c2 = nullptr;
+      const auto t0 = std::chrono::steady_clock::now();
+      o.second = dcclCommInitFromEnv(&c2);
+      o.second_ms = static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                          std::chrono::steady_clock::now() - t0).count());
+      o.error = o.second == dcclSuccess ? "" : dcclGetLastError(nullptr);
+      if (c2) {
+        int32_t one = 1, sum2 = 0;
+        if (dcclAllReduce(&one, &sum2, 1, dcclInt32, dcclSum, c2, nullptr) != dcclSuccess || sum2 != o.size)
+          o.second = -2;
+        dcclCommDestroy(c2);
+      }
+    }
     dcclBarrier(c, nullptr);  // no rank leaves before the others are done
     dcclCommDestroy(c);
   } else {
     o.error = dcclGetLastError(nullptr);
   }
   char head[128];
-  int n = snprintf(head, sizeof(head), "%d %d %d %d %d\n", o.init, o.allreduce, o.rank, o.size, o.sum);
+  int n = snprintf(head, sizeof(head), "%d %d %d %d %d %d %ld\n", o.init, o.allreduce, o.rank, o.size, o.sum,
+                   o.second, o.second_ms);
   std::string msg = std::string(head, static_cast<size_t>(n)) + o.error;
   for (size_t off = 0; off < msg.size();) {
     ssize_t w = write(out_fd, msg.data() + off, msg.size() - off);
@@ -130,7 +148,8 @@ std::vector<Outcome> run_ranks(const std::vector<Vars>& ranks) {
     waitpid(pid, &o.status, 0);
     auto nl = text.find('\n');
     if (nl != std::string::npos) {
-      sscanf(text.c_str(), "%d %d %d %d %d", &o.init, &o.allreduce, &o.rank, &o.size, &o.sum);
+      sscanf(text.c_str(), "%d %d %d %d %d %d %ld", &o.init, &o.allreduce, &o.rank, &o.size, &o.sum, &o.second,
+             &o.second_ms);
       o.error = text.substr(nl + 1);
     }
     out.push_back(o);
@@ -141,7 +160,8 @@ std::vector<Outcome> run_ranks(const std::vector<Vars>& ranks) {
 std::string describe(const Outcome& o) {
   return "init " + std::to_string(o.init) + ", allreduce " + std::to_string(o.allreduce) + ", rank " +
          std::to_string(o.rank) + "/" + std::to_string(o.size) + ", sum " + std::to_string(o.sum) +
-         ", wait status " + std::to_string(o.status) + ", error '" + o.error + "'";
+         ", second init " + std::to_string(o.second) + " in " + std::to_string(o.second_ms) + " ms, wait status " +
+         std::to_string(o.status) + ", error '" + o.error + "'";
 }
 
 // Every rank initialised from `make(rank)`, got its rank and size, and all-reduced.
@@ -204,6 +224,62 @@ TEST(EnvInit, Slurm) {
     return Vars{{"SLURM_PROCID", std::to_string(r)}, {"SLURM_NTASKS", "2"}, {"MASTER_ADDR", "127.0.0.1"},
                 {"MASTER_PORT", std::to_string(port - 1)}, {"SLURM_JOB_ID", "4242"}};
   });
+}
+
+// A second dcclCommInitFromEnv under the same launcher variables while the first
+// communicator lives (before: rank 0 failed to bind MASTER_PORT + 1 and the
+// others waited out the timeout): it shares rank 0's store in a key namespace
+// of its own and works, with and without DCCL_SECRET.
+TEST(EnvInit, SecondInitFromTheSameEnvironmentWorks) {
+  for (bool with_secret : {false, true}) {
+    SCOPED_TRACE(with_secret ? "DCCL_SECRET set" : "secret through the file");
+    const int port = free_port();
+    std::vector<Vars> ranks;
+    for (int r = 0; r < 3; ++r) {
+      Vars v{{"RANK", std::to_string(r)}, {"WORLD_SIZE", "3"}, {"MASTER_ADDR", "127.0.0.1"},
+             {"MASTER_PORT", std::to_string(port - 1)}, {"DCCL_TIMEOUT_S", "8"}, {"TEST_SECOND_INIT", "1"}};
+      if (with_secret) v["DCCL_SECRET"] = kSecretA;
+      ranks.push_back(v);
+    }
+    std::vector<Outcome> out = run_ranks(ranks);
+    ASSERT_EQ(out.size(), 3u);
+    for (const Outcome& o : out) {
+      SCOPED_TRACE(describe(o));
+      EXPECT_TRUE(WIFEXITED(o.status) && WEXITSTATUS(o.status) == 0);
+      EXPECT_EQ(o.init, dcclSuccess);
+      EXPECT_EQ(o.sum, 6);
+      EXPECT_EQ(o.second, dcclSuccess) << "the second communicator failed or all-reduced wrong";
+      EXPECT_LT(o.second_ms, 4000) << "the second init waited for the timeout";
+    }
+  }
+}
+
+// World size 1 needs no rendezvous address: a private store on loopback.
+TEST(EnvInit, SingleRankNeedsNoAddress) {
+  for (const Vars& vars : {Vars{{"RANK", "0"}, {"WORLD_SIZE", "1"}}, Vars{{"DCCL_RANK", "0"}, {"DCCL_WORLD_SIZE", "1"}},
+                           Vars{{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "1"}}}) {
+    std::vector<Outcome> out = run_ranks({vars, vars});  // two independent single-rank jobs at once
+    for (const Outcome& o : out) {
+      SCOPED_TRACE(vars.begin()->first + ": " + describe(o));
+      EXPECT_EQ(o.init, dcclSuccess);
+      EXPECT_EQ(o.allreduce, dcclSuccess);
+      EXPECT_EQ(o.rank, 0);
+      EXPECT_EQ(o.size, 1);
+      EXPECT_EQ(o.sum, 1);
+    }
+  }
+}
+
+// The store listens on MASTER_PORT + 1 under every launcher: the messages say so.
+TEST(EnvInit, MessagesNameMasterPortPlusOne) {
+  const int port = free_port();
+  Vars v{{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", std::to_string(port - 1)},
+         {"DCCL_SECRET", kSecretA}, {"DCCL_TIMEOUT_S", "1"}};
+  std::vector<Outcome> out = run_ranks({v});  // rank 0 never comes: the store is unreachable
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].init, dcclTimeout) << describe(out[0]);
+  EXPECT_NE(out[0].error.find("127.0.0.1:" + std::to_string(port) + " (MASTER_PORT + 1)"), std::string::npos)
+      << describe(out[0]);
 }
 
 // DCCL_* wins over the other launchers' variables when both are present.
@@ -299,7 +375,8 @@ TEST(EnvInit, NoSecretAcrossHostsAndBadSettingsAreRefused) {
       {{{"RANK", "0"}, {"WORLD_SIZE", "4294967298"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29500"}},
        "WORLD_SIZE=4294967298"},
       {{{"DCCL_RANK", "0"}, {"DCCL_WORLD_SIZE", "2"}, {"DCCL_ADDR", "127.0.0.1:4294967297"}}, "port"},
-      {{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "65535"}}, "port"},
+      {{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "65535"}},
+       "MASTER_PORT=65535: the DirectCCL store listens on MASTER_PORT + 1"},
   };
   const std::string timeout = getenv("DCCL_TIMEOUT_S");
   for (const Refusal& k : cases) {
@@ -345,6 +422,9 @@ TEST(EnvInit, BadEnvironmentIsRefused) {
       {{{"DCCL_RANK", "0"}, {"DCCL_WORLD_SIZE", "2"}, {"DCCL_ADDR", "127.0.0.1:http"}}, "DCCL_ADDR"},
       {{{"DCCL_RANK", "0"}, {"DCCL_WORLD_SIZE", "2"}, {"DCCL_ADDR", "127.0.0.1:70000"}}, "port"},
       {{{"DCCL_RANK", "0"}, {"DCCL_WORLD_SIZE", "2"}}, "DCCL_ADDR"},  // no rendezvous at all
+      {{{"DCCL_RANK", "0"}, {"DCCL_WORLD_SIZE", "2"}}, "MASTER_ADDR and MASTER_PORT (torchrun sets them"},
+      {{{"DCCL_RANK", "0"}, {"DCCL_WORLD_SIZE", "2"}}, "A single rank (world size 1) needs none"},
+      {{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "29500"}}, "MASTER_ADDR is not set (MASTER_PORT is)"},
       {{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}}, "MASTER_PORT"},
       {{{"DCCL_RANK", "0"}, {"DCCL_WORLD_SIZE", "2"}, {"DCCL_ID", "abc"}}, "hex"},
       {{{"DCCL_RANK", "0"}, {"DCCL_WORLD_SIZE", "2"}, {"DCCL_ID", bad_digit}}, "hex"},
