@@ -13,6 +13,8 @@
 #include <cstring>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "api/handles.hpp"
 #include "core/config.hpp"
@@ -55,13 +57,58 @@ void print_env_md() {
   printf("communicator lives shares rank 0's store, in a key namespace of its own.\n");
 }
 
+// Why the value set for `name` would make init fail ("" when it is fine or
+// unset): the settings are loaded as init loads them, with only `name` set.
+std::string invalid_reason(const char* name) {
+  const char* mine = getenv(name);
+  if (!mine) return "";
+  std::vector<std::pair<std::string, std::string>> saved;
+  for (const auto& e : dccl::core::config_entries())
+    if (const char* v = getenv(e.name); v && strcmp(e.name, name) != 0) {
+      saved.emplace_back(e.name, v);
+      unsetenv(e.name);
+    }
+  std::string why;
+  try {
+    dccl::core::load_config();
+  } catch (const dccl::core::Error& e) {
+    why = e.what();
+  }
+  for (const auto& [k, v] : saved) setenv(k.c_str(), v.c_str(), 1);
+  return why;
+}
+
+// Every setting whose value init would refuse, with the reason; 0 when none.
+int print_invalid_settings() {
+  int bad = 0;
+  for (const auto& e : dccl::core::config_entries())
+    if (std::string why = invalid_reason(e.name); !why.empty()) {
+      printf("INVALID: %s (dcclCommInit* would fail with it)\n", why.c_str());
+      ++bad;
+    }
+  return bad;
+}
+
 void print_env() {
   for (const auto& e : dccl::tune::settings()) {
     const char* v = getenv(e.name);
-    printf("%-26s %-8s default %-8s %s%s%s\n", e.name, type_name(e.type), *e.def ? e.def : "''",
-           v ? "set to '" : "", v ? v : "", v ? "'" : "");
+    const std::string why = invalid_reason(e.name);
+    printf("%-26s %-8s default %-8s %s%s%s%s\n", e.name, type_name(e.type), *e.def ? e.def : "''",
+           v ? "set to '" : "", v ? v : "", v ? "'" : "", why.empty() ? "" : "  INVALID: init would refuse it");
   }
+  print_invalid_settings();
 }
+
+const char kUsage[] =
+    "usage: dccl-info [--env | --env-md | --topology | --help]\n"
+    "  (none)      version, libfabric providers, network rails, invalid settings, and\n"
+    "              peer-direct viability layer by layer for sim and cuda memory\n"
+    "  --env       every DCCL_* setting: type, default, the value set here (invalid ones flagged)\n"
+    "  --env-md    the settings table as Markdown (docs/env.md)\n"
+    "  --topology  inside a job (dccl-run, torchrun, mpirun, srun): rank 0 prints hosts,\n"
+    "              ranks per host, rails per rank and the provider per peer pair\n"
+    "  --help      this text\n"
+    "Exit status: 0; 1 when a setting is invalid or --topology fails; 2 for a bad option.\n";
 
 void print_providers() {
   fi_info* hints = fi_allocinfo();
@@ -149,13 +196,17 @@ int main(int argc, char** argv) {
     print_env_md();
     return 0;
   }
+  if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+    fputs(kUsage, stdout);
+    return 0;
+  }
   if (argc > 1 && !strcmp(argv[1], "--env")) {
     print_env();
-    return 0;
+    return print_invalid_settings() ? 1 : 0;
   }
   if (argc > 1 && !strcmp(argv[1], "--topology")) return print_topology();
   if (argc > 1) {
-    fprintf(stderr, "usage: dccl-info [--env | --env-md | --topology]\n");
+    fprintf(stderr, "dccl-info: unknown option '%s'\n%s", argv[1], kUsage);
     return 2;
   }
   int v = 0;
@@ -165,7 +216,20 @@ int main(int argc, char** argv) {
   printf("libfabric runtime %u.%u (headers %d.%d)\n", FI_MAJOR(fv), FI_MINOR(fv), FI_MAJOR_VERSION, FI_MINOR_VERSION);
   print_providers();
   print_rails();
-  printf("\nPeer-direct viability (DCCL_PEER_DIRECT=%s):\n", dccl::core::config().peer_direct.c_str());
+  printf("\n");
+  const int invalid = print_invalid_settings();
+  const char* pd = getenv("DCCL_PEER_DIRECT");
+  const std::string pd_why = invalid_reason("DCCL_PEER_DIRECT");
+  printf("%sPeer-direct viability (DCCL_PEER_DIRECT=%s):\n", invalid ? "\n" : "", pd ? pd : "auto (default)");
+  if (!pd_why.empty()) {
+    printf("  not checked: %s; init would refuse it\n", pd_why.c_str());
+    return 1;
+  }
+  if (pd && !strcmp(pd, "0")) {
+    printf("  off by request: device memory (sim, cuda) takes the host-staged path; no layer is checked.\n"
+           "  Host memory is read and written in place by the provider either way.\n");
+    return invalid ? 1 : 0;
+  }
   printf("  (no communicator here: 'provider FI_HMEM' lists what the providers offer; a communicator\n"
          "   decides from whether the endpoints it opened have FI_HMEM)\n");
   for (const char* kind : {"sim", "cuda"}) {
@@ -173,5 +237,5 @@ int main(int argc, char** argv) {
     for (const auto& layer : dccl::mem::check_viability(kind, dccl::core::config().provider))
       printf("    [%s] %-28s %s\n", layer.pass ? "pass" : "FAIL", layer.name.c_str(), layer.detail.c_str());
   }
-  return 0;
+  return invalid ? 1 : 0;
 }

@@ -120,6 +120,8 @@ Config load_config() {
   }
   if (!valid_log_level(c.debug))
     raise(dcclInvalidArgument, "DCCL_DEBUG=" + c.debug + " is not a log level: use NONE, WARN, INFO or TRACE");
+  if (c.peer_direct != "auto" && c.peer_direct != "0" && c.peer_direct != "1")
+    raise(dcclInvalidArgument, "DCCL_PEER_DIRECT=" + c.peer_direct + " is not auto, 1 or 0");
   return c;
 }
 

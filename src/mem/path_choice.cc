@@ -32,27 +32,11 @@ PathSel PathChooser::select(const void* a, const void* b, const std::function<st
   }
 
   std::lock_guard<std::mutex> lk(mu_);
-  Decision& d = decisions_[static_cast<int>(be->kind())];
-  if (!d.decided) {
-    if (opts_.mode == "0") {
-      d.direct = false;
-      d.reason = "DCCL_PEER_DIRECT=0";
-    } else {
-      auto layers = check_viability(be->name(), opts_.provider, &net_);
-      const Layer* bad = first_failure(layers);
-      d.direct = bad == nullptr;
-      if (bad) d.reason = "layer '" + bad->name + "' failed: " + bad->detail;
-      if (bad && opts_.mode == "1")
-        core::raise(dcclUnavailable,
-                    core::describe(opts_.rank, opname(), std::string("peer-direct required (DCCL_PEER_DIRECT=1) but not viable for ") +
-                                                           be->name() + " memory: " + d.reason));
-      if (bad)
-        DCCL_INFO("peer-direct not viable for %s memory (%s); using host staging", be->name(), d.reason.c_str());
-      else
-        DCCL_INFO("peer-direct enabled for %s memory", be->name());
-    }
-    d.decided = true;
-  }
+  const Decision& d = decide(be, true);
+  if (!d.direct && opts_.mode == "1")
+    core::raise(dcclUnavailable,
+                core::describe(opts_.rank, opname(), std::string("peer-direct required (DCCL_PEER_DIRECT=1) but not viable for ") +
+                                                       be->name() + " memory: " + d.reason));
   sel.direct = d.direct;
   if (d.direct) {
     if (!direct_) direct_ = std::make_unique<DirectPath>(net_, opts_.rank, opts_.cache_bytes, ctr_);
@@ -63,6 +47,49 @@ PathSel PathChooser::select(const void* a, const void* b, const std::function<st
     sel.path = staged_.get();
   }
   return sel;
+}
+
+const PathChooser::Decision& PathChooser::decide(Backend* be, bool log) {
+  Decision& d = decisions_[static_cast<int>(be->kind())];
+  if (d.decided) return d;
+  if (opts_.mode == "0") {
+    d.direct = false;
+    d.reason = "off by request (DCCL_PEER_DIRECT=0)";
+  } else {
+    auto layers = check_viability(be->name(), opts_.provider, &net_);
+    const Layer* bad = first_failure(layers);
+    d.direct = bad == nullptr;
+    if (bad) d.reason = "layer '" + bad->name + "' failed: " + bad->detail;
+  }
+  d.decided = true;
+  if (!log) return d;
+  if (d.direct)
+    DCCL_INFO("rank %d: %s memory: peer-direct (DCCL_PEER_DIRECT=%s; every viability layer passed)", opts_.rank,
+              be->name(), opts_.mode.c_str());
+  else if (opts_.mode == "1")
+    DCCL_INFO("rank %d: %s memory: none; calls on it fail: peer-direct is required (DCCL_PEER_DIRECT=1) but %s",
+              opts_.rank, be->name(), d.reason.c_str());
+  else
+    DCCL_INFO("rank %d: %s memory: host-staged (%s)", opts_.rank, be->name(), d.reason.c_str());
+  return d;
+}
+
+std::vector<std::string> PathChooser::plan() {
+  std::lock_guard<std::mutex> lk(mu_);
+  std::vector<std::string> lines;
+  lines.push_back("host memory: the provider reads and writes it in place (no staging, counted as direct)");
+  Backend* sim = &sim_backend();
+  const Decision& d = decide(sim, false);
+  lines.push_back(std::string("sim memory: ") +
+                  (d.direct ? "peer-direct (every viability layer passed)"
+                   : opts_.mode == "1" ? "calls fail: peer-direct required but " + d.reason
+                                       : "host-staged: " + d.reason));
+  const Decision& c = decisions_[static_cast<int>(Kind::Cuda)];
+  lines.push_back(std::string("cuda memory: ") +
+                  (!c.decided ? (opts_.mode == "0" ? "host-staged: off by request (DCCL_PEER_DIRECT=0)"
+                                                   : "decided at its first use (DCCL_PEER_DIRECT=" + opts_.mode + ")")
+                   : c.direct ? "peer-direct" : "host-staged: " + c.reason));
+  return lines;
 }
 
 RegCacheStats PathChooser::cache_stats() const {

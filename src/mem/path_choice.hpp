@@ -1,12 +1,13 @@
 // Chooses, per operation, how the transport reaches its buffers: host memory as
 // is; device memory direct (peer-direct) or staged, by DCCL_PEER_DIRECT and the
-// viability layers. The decision is made once per memory kind per communicator;
-// `auto` falling back to staging logs the failed layer once at INFO.
+// viability layers. The decision is made once per memory kind per communicator
+// and logged at INFO with its reason (see plan()).
 #pragma once
 #include <memory>
 #include <mutex>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "mem/backend.hpp"
 #include "mem/direct_path.hpp"
@@ -40,12 +41,19 @@ class PathChooser {
   RegCacheStats cache_stats() const;
   // Why `kind` goes staged ("" when direct or not decided yet).
   std::string staged_reason(Kind kind) const;
+  // One line per memory kind: the path it takes and why (init logs them at
+  // INFO). Decides host and sim memory now; CUDA memory is decided at its first
+  // use, so that a job without it never initialises the driver.
+  std::vector<std::string> plan();
 
  private:
   struct Decision {
     bool decided = false, direct = false;
     std::string reason;
   };
+  // Decides `be` once (mu_ held), logging the outcome at INFO when `log`;
+  // never throws for a path that is not viable.
+  const Decision& decide(Backend* be, bool log);
   net::Transport& net_;
   PathOptions opts_;
   PathCounters ctr_;

@@ -115,13 +115,14 @@ uint64_t parse_rate(const std::string& text, std::string* why) {
 
 void print_run_usage(FILE* f) {
   std::fprintf(f,
-      "usage: dccl-run -n N [--env K=V]... [--timeout SEC] [--keep-going] [--] prog [args...]\n"
+      "usage: dccl-run -n N [--env K=V | -x K=V | -x NAME]... [--timeout SEC] [--keep-going] [--] prog [args...]\n"
       "       dccl-run --hosts H|A+B+... [-n N] [--rails R] [--rate RATE] [--mtu BYTES] [--keep-net] ...\n"
       "  Starts N local ranks of prog with DCCL_RANK, DCCL_WORLD_SIZE, DCCL_LOCAL_RANK,\n"
       "  DCCL_LOCAL_SIZE and DCCL_ID (the rendezvous store, hosted by dccl-run) set,\n"
       "  and prefixes each line they print with \"[rank] \".\n"
-      "  -n, --np N        number of ranks (>= 1)\n"
-      "  --env K=V         set K=V in every rank's environment (repeatable)\n"
+      "  -n, -np, --np N   number of ranks (>= 1)\n"
+      "  --env K=V, -x K=V set K=V in every rank's environment (repeatable; later wins)\n"
+      "  -x NAME           pass NAME with its value in dccl-run's environment (as mpirun -x)\n"
       "  --timeout SEC     kill the job after SEC seconds and exit with 124\n"
       "  --hosts H         emulate H hosts (root, iproute2): one network and UTS namespace\n"
       "                    each, N ranks block-wise (the first N %% H hosts one more)\n"
@@ -186,9 +187,18 @@ int parse_run_args(int argc, char** argv, RunOptions* opt, std::string* error) {
       opt->nranks = static_cast<int>(n);
     } else if ((m = value(arg, "--env", &v)) || (m = value(arg, "-x", &v))) {
       if (m == 2) return 2;
+      const bool x = arg.compare(0, 2, "-x") == 0;
       const size_t eq = v.find('=');
-      if (eq == std::string::npos || eq == 0) {
-        *error = "--env needs K=V, got '" + v + "'";
+      if (x && eq == std::string::npos && !v.empty()) {  // -x NAME: NAME's value here, as mpirun does
+        const char* here = std::getenv(v.c_str());
+        if (!here) {
+          *error = "-x " + v + ": " + v + " is not set in dccl-run's environment (use -x " + v + "=VALUE)";
+          return 2;
+        }
+        v += "=";
+        v += here;
+      } else if (eq == std::string::npos || eq == 0) {
+        *error = std::string(x ? "-x" : "--env") + " needs K=V" + (x ? " or NAME" : "") + ", got '" + v + "'";
         return 2;
       }
       opt->env.push_back(v);

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# What a new user types first: dccl-info's help, invalid settings and
+# DCCL_PEER_DIRECT=0; dccl-run's -np, -x K=V and -x NAME; the data path each
+# memory kind takes, logged at init. Usage: cli_check.sh BUILD_DIR
+set -u
+B=$1
+INFO=$B/tools/dccl-info RUN=$B/tools/dccl-run PERF=$B/tools/dccl-perf
+T=$(mktemp -d) && trap 'rm -rf "$T"' EXIT
+fails=0
+check() {  # check NAME CONDITION...: runs the condition, reports
+  local name=$1; shift
+  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fails=$((fails + 1)); fi
+}
+has() { grep -q -- "$2" "$1" || { echo "  '$2' not in $1:"; sed 's/^/    /' "$1" | head -20; return 1; }; }
+hasnt() { ! grep -q -- "$2" "$1" || { echo "  '$2' unexpectedly in $1"; return 1; }; }
+
+"$INFO" --help > "$T/help" 2>&1; rc=$?
+check "dccl-info --help exits 0" test $rc -eq 0
+check "dccl-info --help prints the usage" has "$T/help" "usage: dccl-info"
+"$INFO" --bogus > "$T/bad" 2>&1; rc=$?
+check "dccl-info refuses an unknown option with 2" test $rc -eq 2
+
+DCCL_PEER_DIRECT=bogus DCCL_TIMEOUT_S=abc "$INFO" > "$T/inv" 2>&1; rc=$?
+check "dccl-info exits 1 on invalid settings" test $rc -eq 1
+check "dccl-info flags DCCL_TIMEOUT_S=abc" has "$T/inv" "INVALID: DCCL_TIMEOUT_S"
+check "dccl-info flags DCCL_PEER_DIRECT=bogus" has "$T/inv" "INVALID: DCCL_PEER_DIRECT=bogus is not auto, 1 or 0"
+check "no viability layers for an invalid DCCL_PEER_DIRECT" hasnt "$T/inv" "\[pass\]"
+DCCL_TIMEOUT_S=abc "$INFO" --env > "$T/env" 2>&1; rc=$?
+check "dccl-info --env exits 1 on invalid settings" test $rc -eq 1
+check "dccl-info --env marks the invalid setting" has "$T/env" "set to 'abc'  INVALID"
+
+DCCL_PEER_DIRECT=0 "$INFO" > "$T/pd0" 2>&1; rc=$?
+check "dccl-info with DCCL_PEER_DIRECT=0 exits 0" test $rc -eq 0
+check "DCCL_PEER_DIRECT=0: off by request" has "$T/pd0" "off by request"
+check "DCCL_PEER_DIRECT=0: no layer listed as passed" hasnt "$T/pd0" "\[pass\]"
+"$INFO" > "$T/auto" 2>&1
+check "default: the layers are listed" has "$T/auto" "\[pass\]"
+
+"$RUN" --help > "$T/runhelp" 2>&1
+check "dccl-run --help documents -x NAME" has "$T/runhelp" "-x NAME"
+check "dccl-run --help documents -np" has "$T/runhelp" "-np"
+DCCL_CLI_A=from-here "$RUN" -np 2 -x DCCL_CLI_A -x DCCL_CLI_B=given --timeout 60 \
+  sh -c 'test "$DCCL_CLI_A" = from-here && test "$DCCL_CLI_B" = given && test "$DCCL_WORLD_SIZE" = 2' \
+  > "$T/x" 2>&1; rc=$?
+check "-np 2 -x NAME -x K=V reach every rank" test $rc -eq 0
+env -u DCCL_CLI_UNSET "$RUN" -n 1 -x DCCL_CLI_UNSET true > "$T/xu" 2>&1; rc=$?
+check "-x NAME of an unset variable is a usage error" test $rc -eq 2
+check "-x NAME of an unset variable says so" has "$T/xu" "DCCL_CLI_UNSET is not set"
+
+"$RUN" -n 2 -x DCCL_DEBUG=INFO -x DCCL_PEER_DIRECT=0 --timeout 60 "$PERF" all_reduce -b 8 -e 8 -n 1 -w 0 \
+  > "$T/log0" 2>&1; rc=$?
+check "init with DCCL_PEER_DIRECT=0 runs" test $rc -eq 0
+check "init logs: sim memory off by request" has "$T/log0" "data path: sim memory: host-staged: off by request (DCCL_PEER_DIRECT=0)"
+check "init logs: host memory in place" has "$T/log0" "data path: host memory"
+"$RUN" -n 2 -x DCCL_DEBUG=INFO --timeout 60 "$PERF" all_reduce -b 8 -e 8 -n 1 -w 0 > "$T/loga" 2>&1; rc=$?
+check "init in auto mode runs" test $rc -eq 0
+check "init logs the sim path and why (auto)" \
+  grep -Eq "data path: sim memory: (peer-direct \(every viability layer passed\)|host-staged: layer)" "$T/loga"
+
+[ $fails -eq 0 ] && echo "cli: all checks passed" || echo "cli: $fails check(s) failed"
+exit $(( fails > 0 ))
