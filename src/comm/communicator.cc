@@ -58,6 +58,10 @@ struct Communicator::Gate {
   }
 };
 
+namespace {
+constexpr char kAffinitySep = '\x1f';  // between host id and CPU list in the init allgather
+}  // namespace
+
 Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
                            std::unique_ptr<boot::StoreServer> server, const std::string& ns, Place place)
     : cfg_(load_config()), rank_(rank), nranks_(nranks), place_(place), p2p_send_(nranks), p2p_recv_(nranks) {
@@ -68,7 +72,20 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
 
   // Who shares this rank's host: shm and the shared segment there, the network across hosts.
   const std::string host_id = tune::host_identity(cfg_.host_id);
-  topo_ = tune::make_topology(boot_->allgather(host_id), rank);
+  // With each rank's CPU affinity, so that a rank knows the cores its host's ranks share.
+  std::string mine = host_id;
+  mine.push_back(kAffinitySep);
+  mine.append(tune::affinity_text());
+  std::vector<std::string> ids = boot_->allgather(mine), cpus;
+  for (std::string& s : ids) {
+    const size_t at = s.rfind(kAffinitySep);
+    cpus.push_back(at == std::string::npos ? "" : s.substr(at + 1));
+    if (at != std::string::npos) s.resize(at);
+  }
+  topo_ = tune::make_topology(ids, rank);
+  std::vector<std::string> host_cpus;
+  for (int r : topo_.ranks_on[static_cast<size_t>(topo_.host)]) host_cpus.push_back(cpus[static_cast<size_t>(r)]);
+  const int host_cores = tune::union_cpu_count(host_cpus);
   if (rank == 0) DCCL_INFO("topology: %s", topo_.summary().c_str());
   for (int r = 0; r < nranks; ++r) {
     const std::string& h = topo_.names[static_cast<size_t>(topo_.host_of[static_cast<size_t>(r)])];
@@ -108,10 +125,12 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   const bool same_host = topo_.nhosts() == 1;
   const int local = topo_.local_size;
   // More ranks than cores here: busy-polling only steals the core a peer needs.
-  cpu_set_t cpus;
-  if (!getenv("DCCL_SPIN_US") && sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && local > CPU_COUNT(&cpus)) {
+  // The cores are the union of the host's ranks' affinities, not this rank's
+  // binding (under mpirun each rank may be bound to a core of its own).
+  if (!getenv("DCCL_SPIN_US") && host_cores > 0 && local > host_cores) {
     cfg_.spin_us = 0;
-    DCCL_INFO("%d ranks on %d cores: yielding instead of spinning while waiting", local, CPU_COUNT(&cpus));
+    DCCL_INFO("%d ranks on %d cores (the union of this host's ranks' CPU affinities): yielding instead of "
+              "spinning while waiting", local, host_cores);
   }
   net_->connect(boot_->allgather(net_->local_blob()));
   provider_ = net_->provider_summary();

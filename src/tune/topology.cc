@@ -1,9 +1,12 @@
 #include "tune/topology.hpp"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <fstream>
+#include <cstdlib>
 #include <map>
+#include <set>
 
 #include "core/error.hpp"
 
@@ -80,6 +83,49 @@ std::string host_identity(const std::string& host_id_setting, const std::string&
   std::ifstream f("/proc/sys/kernel/random/boot_id");
   std::getline(f, boot);
   return boot.empty() ? name : name + "/" + boot;
+}
+
+std::string affinity_text() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return "";
+  std::string out;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (!CPU_ISSET(c, &set)) continue;
+    int end = c;
+    while (end + 1 < CPU_SETSIZE && CPU_ISSET(end + 1, &set)) ++end;
+    if (!out.empty()) out += ',';
+    out += std::to_string(c);
+    if (end > c) {
+      out += '-';
+      out += std::to_string(end);
+    }
+    c = end;
+  }
+  return out;
+}
+
+int union_cpu_count(const std::vector<std::string>& lists) {
+  std::set<long> cpus;
+  for (const std::string& list : lists) {
+    size_t pos = 0;
+    while (pos < list.size()) {
+      size_t comma = list.find(',', pos);
+      if (comma == std::string::npos) comma = list.size();
+      const std::string item = list.substr(pos, comma - pos);
+      pos = comma + 1;
+      char* end = nullptr;
+      const long lo = std::strtol(item.c_str(), &end, 10);
+      long hi = lo;
+      if (end && *end == '-') {
+        const char* from = end + 1;
+        hi = std::strtol(from, &end, 10);
+        if (end == from) end = nullptr;  // "0-": no upper bound
+      }
+      if (!end || *end || item.empty() || lo < 0 || hi < lo || hi >= CPU_SETSIZE) break;  // not a list: skip the rest
+      for (long c = lo; c <= hi; ++c) cpus.insert(c);
+    }
+  }
+  return static_cast<int>(cpus.size());
 }
 
 }  // namespace dccl::tune

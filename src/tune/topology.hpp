@@ -35,4 +35,10 @@ Topology make_topology(const std::vector<std::string>& ids, int rank);
 // `hostname`: "" = gethostname().
 std::string host_identity(const std::string& host_id_setting, const std::string& hostname = "");
 
+// This process's CPU affinity as a list, "0-3,8,10-11" ("" when unknown).
+std::string affinity_text();
+// Distinct CPUs in the union of such lists (0 when none can be read): the cores
+// the ranks of one host may run on together, whatever each one's binding.
+int union_cpu_count(const std::vector<std::string>& lists);
+
 }  // namespace dccl::tune

@@ -1,6 +1,7 @@
 // Topology from every rank's host id: hosts in order of their lowest rank, local
 // ranks, leaders, uniform and blocked placements; host identity from the setting.
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include "core/error.hpp"
 #include "tune/topology.hpp"
@@ -53,4 +54,20 @@ TEST(Topology, HostIdentity) {
   EXPECT_EQ(a.rfind("node-a", 0), 0u) << a;
   EXPECT_NE(a, b);
   EXPECT_EQ(a.substr(6), b.substr(6)) << "same machine, same boot id";
+}
+
+// The cores a host's ranks share: the union of their affinity lists, so that
+// ranks bound to a core each are not taken for ranks crowding one core.
+TEST(Affinity, UnionOfTheHostsRanks) {
+  using dccl::tune::union_cpu_count;
+  EXPECT_EQ(union_cpu_count({"0", "1"}), 2);
+  EXPECT_EQ(union_cpu_count({"0", "0"}), 1);
+  EXPECT_EQ(union_cpu_count({"0-3,8", "2-5", "10-11"}), 9);
+  EXPECT_EQ(union_cpu_count({"", ""}), 0);
+  EXPECT_EQ(union_cpu_count({"3-1", "x", "0-"}), 0);  // unreadable lists count nothing
+  EXPECT_EQ(union_cpu_count({"7", "bogus"}), 1);
+  const std::string mine = dccl::tune::affinity_text();
+  cpu_set_t set;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  EXPECT_EQ(union_cpu_count({mine}), CPU_COUNT(&set)) << mine;
 }
