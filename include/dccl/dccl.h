@@ -142,12 +142,21 @@ dcclResult_t dcclRecv(void* recvbuff, size_t count, dcclDataType_t datatype, int
                       dcclComm_t comm, dcclStream_t stream);
 dcclResult_t dcclBarrier(dcclComm_t comm, dcclStream_t stream);
 
-/* ---- statistics: what crossed host memory ---- */
+/* ---- statistics: what crossed host memory ----
+ * Counters of this rank since init, the same for every kind of memory. Each
+ * byte is counted on the rank that moves it: a message of N bytes from rank A to
+ * rank B adds N to A's bytesSent* and N to B's bytesRecv* (direct), or N to
+ * both ranks' bytesRelayedHost (staged). Copies within one host through the
+ * shared-memory segment (the smem algorithms, host memory only) are in none of
+ * the byte counters. Relay per payload byte = bytesRelayedHost /
+ * (bytesSentDirect + bytesRecvDirect + bytesRelayedHost). */
 typedef struct {
   uint64_t ops;                 /* operations completed */
-  uint64_t bytesSentDirect;     /* bytes the transport sent straight from the user's memory */
-  uint64_t bytesRecvDirect;     /* bytes the transport received straight into the user's memory */
-  uint64_t bytesRelayedHost;    /* bytes that crossed host bounce buffers (staged path) */
+  uint64_t bytesSentDirect;     /* bytes the transport sent straight from the user's buffer: host memory,
+                                   or device memory over peer-direct */
+  uint64_t bytesRecvDirect;     /* bytes the transport received straight into the user's buffer */
+  uint64_t bytesRelayedHost;    /* bytes of device memory that crossed this rank's host bounce buffers
+                                   (staged path), sent or received */
   uint64_t hostCopies;          /* device<->host copies the library made */
   uint64_t registrations;       /* memory registrations made */
   uint64_t regCacheHits;

@@ -65,18 +65,22 @@ void arm(Xfer& x, int peer, uint64_t tag, bool is_send, net::Transport* net) {
 
 void Ctx::send_tagged(int peer, const void* p, size_t bytes, uint64_t tag, Xfer& x) {
   arm(x, peer, tag, true, in_.net);
-  if (in_.path)
+  if (in_.path) {
     in_.path->post_send(peer, p, bytes, tag, x);
-  else
+  } else {
     in_.net->isend(peer, p, bytes, tag, &x.req);
+    if (in_.host_sent) in_.host_sent->fetch_add(bytes, std::memory_order_relaxed);
+  }
 }
 
 void Ctx::recv_tagged(int peer, void* p, size_t bytes, uint64_t tag, Xfer& x) {
   arm(x, peer, tag, false, in_.net);
-  if (in_.path)
+  if (in_.path) {
     in_.path->post_recv(peer, p, bytes, tag, x);
-  else
+  } else {
     in_.net->irecv(peer, p, bytes, tag, &x.req);
+    if (in_.host_recv) in_.host_recv->fetch_add(bytes, std::memory_order_relaxed);
+  }
 }
 
 void Ctx::send(int peer, const void* p, size_t bytes, uint32_t step, Xfer& x) {

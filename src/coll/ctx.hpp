@@ -51,6 +51,10 @@ struct CtxInit {
   const std::vector<std::string>* peer_names = nullptr;
   net::Transport* net = nullptr;
   mem::DataPath* path = nullptr;  // null: buffers are host memory, sent directly
+  // Host memory only (path null): bytes posted to the transport straight from
+  // and into the user's buffers, counted as direct (null: not counted).
+  std::atomic<uint64_t>* host_sent = nullptr;
+  std::atomic<uint64_t>* host_recv = nullptr;
   mem::Backend* backend = nullptr;  // memory of the operation's buffers
   ScratchPool* scratch = nullptr;
   int rank = 0, nranks = 1;

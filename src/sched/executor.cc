@@ -29,6 +29,10 @@ coll::CtxInit base_init(Resources& res, const Op& op, coll::Label name) {
   coll::CtxInit in;
   mem::PathSel sel = res.paths->select(op.send, op.recv, [&] { return name.str(); });
   in.path = sel.path;
+  if (!sel.path) {  // host memory: the transport reads and writes the user's buffers
+    in.host_sent = &res.stats->sent_direct;
+    in.host_recv = &res.stats->recv_direct;
+  }
   in.backend = sel.backend;
   in.scratch = &res.scratch_for(*sel.backend);
   in.name = std::move(name);

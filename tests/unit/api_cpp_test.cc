@@ -199,6 +199,24 @@ TEST_P(Cpp, StreamsAndStats) {
     // Host buffers take neither the peer-direct nor the staged path: nothing relayed.
     EXPECT_EQ(after.bytesRelayedHost, before.bytesRelayedHost);
     EXPECT_EQ(after.hostCopies, before.hostCopies);
+
+    // Host memory the transport sends and receives in place counts as direct,
+    // each byte once on each side (before: sent_direct stayed 0 for host buffers).
+    const int r = c.rank(), next = (r + 1) % n, prev = (r + n - 1) % n;
+    std::vector<int64_t> out(3001 + static_cast<size_t>(r)), in(3001 + static_cast<size_t>(prev));
+    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int64_t>(i) * 7 + r;
+    const dcclStats_t b2 = c.stats();
+    {
+      dccl::Group g;
+      c.send(out, next);
+      c.recv(in, prev);
+      g.end();
+    }
+    const dcclStats_t a2 = c.stats();
+    for (size_t i = 0; i < in.size(); ++i) ASSERT_EQ(in[i], static_cast<int64_t>(i) * 7 + prev);
+    EXPECT_EQ(a2.bytesSentDirect - b2.bytesSentDirect, out.size() * sizeof(int64_t));
+    EXPECT_EQ(a2.bytesRecvDirect - b2.bytesRecvDirect, in.size() * sizeof(int64_t));
+    EXPECT_EQ(a2.bytesRelayedHost, b2.bytesRelayedHost);
   });
 }
 
