@@ -224,8 +224,11 @@ bool Job::start(const std::string& program, const std::string& id, const sigset_
     rk.pid = pid;
     rk.running = true;
     ++running_;
-    std::string prefix(1, '[');  // (not "[" + ...: GCC 12 -Wrestrict false positive)
-    prefix.append(std::to_string(r)).append("] ");
+    std::string prefix;
+    if (!opt_.no_prefix) {
+      prefix.push_back('[');  // (not "[" + ...: GCC 12 -Wrestrict false positive)
+      prefix.append(std::to_string(r)).append("] ");
+    }
     for (int w = 0; w < 2; ++w) {
       rk.fd[w] = p[w][0];
       ::fcntl(rk.fd[w], F_SETFL, ::fcntl(rk.fd[w], F_GETFL) | O_NONBLOCK);

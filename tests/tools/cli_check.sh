@@ -57,5 +57,32 @@ check "init in auto mode runs" test $rc -eq 0
 check "init logs the sim path and why (auto)" \
   grep -Eq "data path: sim memory: (peer-direct \(every viability layer passed\)|host-staged: layer)" "$T/loga"
 
+# dccl-perf: valid JSON on stdout under dccl-run --no-prefix, with the run's
+# facts; nccl-tests' -a and -m accepted (-m multiplies the operations), -G refused.
+"$RUN" -n 2 --no-prefix -x DCCL_PEER_DIRECT=0 --timeout 60 "$PERF" all_reduce -b 1K -e 4K -f 4 -n 2 -w 1 \
+  --mem sim -a 1 -m 3 --json > "$T/perf.json" 2> "$T/perf.err"; rc=$?
+check "dccl-perf --json under dccl-run --no-prefix runs" test $rc -eq 0
+check "the JSON parses and carries the run's facts" python3 - "$T/perf.json" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))
+assert [r["size"] for r in rows] == [1024, 4096], rows
+for r in rows:
+    assert r["mem"] == "sim" and r["peer_direct"] == "0" and r["provider"], r
+    assert r["avg_busbw_gbps"] > 0 and r["out_of_place"]["wrong"] == 0, r
+    assert r["out_of_place"]["relay_per_byte"] > 0, r  # staged: bytes crossed host memory
+mean = sum((r["out_of_place"]["busbw_gbps"] + r["in_place"]["busbw_gbps"]) / 2 for r in rows) / len(rows)
+assert abs(rows[0]["avg_busbw_gbps"] - mean) <= 1e-5 * max(mean, 1e-9) + 1e-6, (rows[0]["avg_busbw_gbps"], mean)
+PY
+"$RUN" -n 2 --timeout 60 "$PERF" all_reduce -b 8 -e 8 -n 1 -w 0 --json > "$T/prefixed" 2>/dev/null
+check "with the prefix the JSON lines carry '[0] ' (what --no-prefix is for)" has "$T/prefixed" "^\[0\] \["
+"$PERF" all_reduce -G 1 > "$T/g" 2>&1; rc=$?
+check "-G is refused with 2" test $rc -eq 2
+check "-G says why" has "$T/g" "CUDA graph"
+"$PERF" --help > "$T/perfhelp" 2>&1
+check "dccl-perf --help explains relay/B" has "$T/perfhelp" "relay/B with --mem"
+for f in -a -m -G -t -g -b -e -f -i -n -w -c -d -o -r -z --json --mem --peer-direct; do
+  check "README lists dccl-perf's $f" grep -q -- "$f" "$(dirname "$0")/../../README.md"
+done
+
 [ $fails -eq 0 ] && echo "cli: all checks passed" || echo "cli: $fails check(s) failed"
 exit $(( fails > 0 ))

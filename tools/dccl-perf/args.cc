@@ -20,6 +20,7 @@ constexpr Flag kFlags[] = {
     {'c', "check", false},    {'d', "datatype", false},     {'o', "op", false},
     {'r', "root", false},     {'z', "blocking", true},      {'t', "nthreads", false},
     {'g', "ngpus", false},    {'h', "help", true},          {0, "json", true},
+    {'a', "average", false},  {'m', "agg_iters", false},    {'G', "cudagraph", false},
     {0, "mem", false},        {0, "peer-direct", false}};
 
 bool parse_int(const std::string& s, long lo, long hi, long* out) {
@@ -84,6 +85,18 @@ void print_usage(FILE* f) {
       "                           table then going to stderr)\n"
       "      --mem host|sim|cuda  memory the buffers live in (default host)\n"
       "      --peer-direct 0|1|auto  sets DCCL_PEER_DIRECT before init\n"
+      "  -a, --average 0|1|2|3    time reported: rank 0's, the mean, the fastest or the slowest\n"
+      "                           rank's (default 3, the slowest; nccl-tests defaults to 1)\n"
+      "  -m, --agg_iters N        launch N operations back to back per timed iteration (default 1)\n"
+      "  -t, -g 1                 accepted for nccl-tests scripts: one rank per process\n"
+      "  -G, --cudagraph N        refused: DirectCCL calls are not captured into CUDA graphs\n"
+      "Columns as nccl-tests' (time per operation, algbw = bytes/time, busbw = algbw x the\n"
+      "collective's bus factor), plus relay/B with --mem sim|cuda: bytes that crossed host\n"
+      "bounce buffers (staged path, counted on the sending and the receiving rank) per\n"
+      "payload byte, averaged over ranks; 0 when every transfer went peer-direct.\n"
+      "--json rows carry the collective, size, type, memory kind, peer-direct mode, provider,\n"
+      "both results and the run's average busbw. Under dccl-run, add --no-prefix to dccl-run\n"
+      "or give --json a FILE so that the JSON is not mixed with rank prefixes.\n"
       "Run one process per rank, e.g. dccl-run -n 4 dccl-perf all_reduce -b 8 -e 64M\n");
 }
 
@@ -167,6 +180,12 @@ int parse_args(int argc, char** argv, Options* opt, std::string* error) {
         if (has_value && value != "0" && value != "1") return bad("0 or 1");
         opt->blocking = !has_value || value == "1";
         break;
+      case 'a': if (!parse_int(value, 0, 3, &v)) return bad("0 rank 0, 1 mean, 2 min, 3 max"); opt->average = int(v); break;
+      case 'm': if (!parse_int(value, 1, 1 << 20, &v)) return bad("an integer >= 1"); opt->agg = int(v); break;
+      case 'G':
+        *error = "-G (CUDA graph launches) is not supported: DirectCCL calls run on DirectCCL streams and "
+                 "are not captured into CUDA graphs; run without -G";
+        return 2;
       case 't': case 'g':
         if (!parse_int(value, 1, 1, &v))
           return bad("dccl-perf drives one rank per process; start several with dccl-run -n N");

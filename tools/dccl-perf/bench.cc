@@ -93,13 +93,14 @@ Result measure(Ctx& c, const Case& k, bool in_place) {
   sync(c);
   const uint64_t relay0 = relayed(c);
   const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < c.opt.iters; ++i) check_launch(c, k, in_place, launch(c, k, p));
+  const int ops = c.opt.iters * c.opt.agg;  // -m: agg operations per timed iteration
+  for (int i = 0; i < ops; ++i) check_launch(c, k, in_place, launch(c, k, p));
   sync(c);
   const auto t1 = std::chrono::steady_clock::now();
   const uint64_t relay1 = relayed(c);
-  res.time_us = std::chrono::duration<double, std::micro>(t1 - t0).count() / c.opt.iters;
+  res.time_us = std::chrono::duration<double, std::micro>(t1 - t0).count() / ops;
   if (c.opt.mem != dcclMemHost) {
-    const double moved = static_cast<double>(c.opt.iters) * static_cast<double>(k.lay.bytes);
+    const double moved = static_cast<double>(ops) * static_cast<double>(k.lay.bytes);
     res.relay = moved > 0 ? static_cast<double>(relay1 - relay0) / moved : 0.0;
   }
   if (c.opt.check && (!in_place || in_place_checked(k.coll))) {  // untimed, on fresh data
@@ -150,11 +151,16 @@ Row run_size(Ctx& c, size_t bytes) {
   row.out_of_place = measure(c, k, false);
   row.in_place = measure(c, k, true);
 
-  // Combine over ranks: the slowest rank's time; wrong counts and relay summed.
+  // Combine over ranks: the time as -a asks (default the slowest rank's); wrong
+  // counts and relay summed.
   double tmax[2] = {row.out_of_place.time_us, row.in_place.time_us};
   double sums[4] = {row.out_of_place.wrong, row.in_place.wrong, row.out_of_place.relay,
                     row.in_place.relay};
-  PERF_CHECK(c, dcclAllReduce(tmax, tmax, 2, dcclFloat64, dcclMax, c.comm, nullptr));
+  if (c.opt.average == 0 && c.rank != 0) tmax[0] = tmax[1] = 0;  // rank 0's, by a sum
+  const dcclRedOp_t how = c.opt.average == 2 ? dcclMin : c.opt.average == 3 ? dcclMax : dcclSum;
+  PERF_CHECK(c, dcclAllReduce(tmax, tmax, 2, dcclFloat64, how, c.comm, nullptr));
+  if (c.opt.average == 1)
+    for (double& t : tmax) t /= c.nranks;
   PERF_CHECK(c, dcclAllReduce(sums, sums, 4, dcclFloat64, dcclSum, c.comm, nullptr));
   Result* rs[2] = {&row.out_of_place, &row.in_place};
   for (int v = 0; v < 2; ++v) {

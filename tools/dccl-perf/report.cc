@@ -11,6 +11,24 @@ bool show_relay(const Ctx& c) { return c.opt.mem != dcclMemHost; }
 int root_column(const Ctx& c) { return coll_has_root(c.opt.coll) ? c.opt.root : -1; }
 const char* op_column(const Ctx& c) { return coll_has_op(c.opt.coll) ? op_label(c.opt.op) : "none"; }
 
+// The provider and peer-direct mode asked for (DCCL_PROVIDER, else FI_PROVIDER; DCCL_PEER_DIRECT).
+const char* provider_label() {
+  const char* p = std::getenv("DCCL_PROVIDER");
+  if (!p || !*p) p = std::getenv("FI_PROVIDER");
+  return p && *p ? p : "auto";
+}
+const char* peer_direct_label() {
+  const char* pd = std::getenv("DCCL_PEER_DIRECT");
+  return pd && *pd ? pd : "auto";
+}
+
+// nccl-tests' "Avg bus bandwidth": the mean over rows of the out-of-place and in-place busbw.
+double avg_busbw(const std::vector<Row>& rows) {
+  double bw = 0;
+  for (const Row& r : rows) bw += (r.out_of_place.busbw + r.in_place.busbw) / 2;
+  return rows.empty() ? 0.0 : bw / static_cast<double>(rows.size());
+}
+
 std::string center(const std::string& s, size_t width) {
   if (s.size() >= width) return s;
   const size_t left = (width - s.size()) / 2;
@@ -70,12 +88,8 @@ void print_header(FILE* f, const Ctx& c, const std::vector<std::string>& rank_li
                o.check ? 1 : 0, o.blocking ? 1 : 0);
   int version = 0;
   dcclGetVersion(&version);
-  const char* provider = std::getenv("DCCL_PROVIDER");
-  if (!provider || !*provider) provider = std::getenv("FI_PROVIDER");
-  const char* pd = std::getenv("DCCL_PEER_DIRECT");
   std::fprintf(f, "# DirectCCL %d.%d.%d  mem: %s  peer-direct: %s  provider: %s\n", version / 10000,
-               version / 100 % 100, version % 100, mem_label(o.mem), pd && *pd ? pd : "auto",
-               provider && *provider ? provider : "auto");
+               version / 100 % 100, version % 100, mem_label(o.mem), peer_direct_label(), provider_label());
   std::fprintf(f, "#\n# Using devices\n");
   for (size_t r = 0; r < rank_lines.size(); ++r) {
     std::fprintf(f, "#  Rank %2zu %s mem %s\n", r, rank_lines[r].c_str(), mem_label(o.mem));
@@ -102,10 +116,8 @@ void print_row(FILE* f, const Ctx& c, const Row& r) {
 }
 
 void print_footer(FILE* f, const std::vector<Row>& rows, double wrong_total) {
-  double bw = 0;
-  for (const Row& r : rows) bw += (r.out_of_place.busbw + r.in_place.busbw) / 2;
   std::fprintf(f, "# Out of bounds values : %.0f %s\n", wrong_total, wrong_total > 0 ? "FAILED" : "OK");
-  std::fprintf(f, "# Avg bus bandwidth    : %g\n#\n", rows.empty() ? 0.0 : bw / rows.size());
+  std::fprintf(f, "# Avg bus bandwidth    : %g\n#\n", avg_busbw(rows));
   std::fflush(f);
 }
 
@@ -115,9 +127,11 @@ bool write_json(FILE* f, const Ctx& c, const std::vector<Row>& rows) {
     const Row& r = rows[i];
     std::fprintf(f,
                  "  {\"collective\": \"%s\", \"nranks\": %d, \"size\": %zu, \"count\": %zu, "
-                 "\"type\": \"%s\", \"redop\": \"%s\", \"root\": %d, \"mem\": \"%s\", ",
+                 "\"type\": \"%s\", \"redop\": \"%s\", \"root\": %d, \"mem\": \"%s\", "
+                 "\"peer_direct\": \"%s\", \"provider\": \"%s\", ",
                  coll_name(c.opt.coll), c.nranks, r.bytes, r.count, dtype_label(c.opt.type),
-                 op_column(c), root_column(c), mem_label(c.opt.mem));
+                 op_column(c), root_column(c), mem_label(c.opt.mem), peer_direct_label(), provider_label());
+    json_number(f, "avg_busbw_gbps", avg_busbw(rows));
     json_result(f, c, "out_of_place", r.out_of_place);
     std::fputs(", ", f);
     json_result(f, c, "in_place", r.in_place);

@@ -115,7 +115,8 @@ uint64_t parse_rate(const std::string& text, std::string* why) {
 
 void print_run_usage(FILE* f) {
   std::fprintf(f,
-      "usage: dccl-run -n N [--env K=V | -x K=V | -x NAME]... [--timeout SEC] [--keep-going] [--] prog [args...]\n"
+      "usage: dccl-run -n N [--env K=V | -x K=V | -x NAME]... [--timeout SEC] [--keep-going] [--no-prefix]\n"
+      "                [--] prog [args...]\n"
       "       dccl-run --hosts H|A+B+... [-n N] [--rails R] [--rate RATE] [--mtu BYTES] [--keep-net] ...\n"
       "  Starts N local ranks of prog with DCCL_RANK, DCCL_WORLD_SIZE, DCCL_LOCAL_RANK,\n"
       "  DCCL_LOCAL_SIZE and DCCL_ID (the rendezvous store, hosted by dccl-run) set,\n"
@@ -132,6 +133,8 @@ void print_run_usage(FILE* f) {
       "  --mtu BYTES       MTU of every emulated interface, 576..65535 (default 1500;\n"
       "                    cloud instance networks use jumbo frames, e.g. 9001)\n"
       "  --keep-net        leave the emulated network in place after the job (debugging)\n"
+      "  --no-prefix       print the ranks' lines as they wrote them (whole lines, no \"[rank] \";\n"
+      "                    e.g. for dccl-perf --json on stdout)\n"
       "  --keep-going      when a rank fails, let the others run to their own end (or\n"
       "                    --timeout) instead of ending them (fault tests)\n"
       "Exit status: 0, the first failing rank's status (128+signal when killed),\n"
@@ -230,6 +233,8 @@ int parse_run_args(int argc, char** argv, RunOptions* opt, std::string* error) {
       opt->keep_net = emu_flag = true;
     } else if (arg == "--keep-going") {
       opt->keep_going = true;
+    } else if (arg == "--no-prefix") {
+      opt->no_prefix = true;
     } else if (arg.size() > 1 && arg[0] == '-') {
       *error = "unknown option '" + arg + "'";
       return 2;

@@ -20,6 +20,7 @@ struct RunOptions {
   int mtu = 0;             // --mtu of every emulated interface; 0 = the kernel's (1500)
   bool keep_net = false;   // --keep-net: leave the namespaces for inspection
   bool keep_going = false; // --keep-going: a failed rank does not end the others
+  bool no_prefix = false;  // --no-prefix: ranks' lines as they wrote them (still whole lines)
 };
 
 // 0: run; 1: help printed; 2: usage error (message in *error).
