@@ -1,5 +1,34 @@
 /* DirectCCL public C API (C99). NCCL-shaped: names, argument order and
- * semantics follow NCCL with the `dccl` prefix. */
+ * semantics follow NCCL with the `dccl` prefix.
+ *
+ * Rules every call follows:
+ * - Errors: every call returns a dcclResult_t; dcclGetLastError() gives the
+ *   text of this thread's last error, naming the rank, the call and the cause.
+ *   Bad arguments are refused before anything is communicated, so one rank's
+ *   refused call never leaves the others waiting. No call waits longer than
+ *   DCCL_TIMEOUT_S.
+ * - In place: a collective is in place when sendbuff == recvbuff (allreduce,
+ *   broadcast, reduce) or when sendbuff is this rank's block of recvbuff
+ *   (allgather: recvbuff + rank*sendcount; reduce-scatter: recvbuff ==
+ *   sendbuff + rank*recvcount). Other overlaps are undefined.
+ * - Threads: calls on different communicators may run concurrently. Calls on
+ *   one communicator must come in the same order on every rank; from several
+ *   threads the application orders them itself. A stream runs its calls in
+ *   order on a thread of its own.
+ * - Groups: between dcclGroupStart and dcclGroupEnd calls are queued, not run;
+ *   dcclGroupEnd submits them together (send/recv pairs in a group run
+ *   concurrently, so a rank may send to and receive from itself only there).
+ *   Groups nest; the outermost end submits.
+ * - Ending: dcclCommDestroy cancels the communicator's queued work (those calls
+ *   end with an error), lets the running call finish (aborting it after
+ *   DCCL_TIMEOUT_S), meets the other ranks when they are there, and frees the
+ *   communicator. dcclCommAbort does the same without waiting: the running call
+ *   ends at once with an error here, and the peers learn of it and fail theirs.
+ *   There is no separate finalize step. Do not start calls on a communicator
+ *   while another thread destroys or aborts it.
+ * - Environment: init sets FI_OFI_RXM_EAGER_LIMIT (DCCL_RXM_EAGER_BYTES) in the
+ *   process's environment when it is unset, since libfabric reads provider
+ *   parameters only from there; a value the application set first is kept. */
 #ifndef DCCL_DCCL_H_
 #define DCCL_DCCL_H_
 

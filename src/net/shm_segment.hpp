@@ -15,6 +15,10 @@ namespace dccl::net {
 
 class ShmSegment {
  public:
+  // Atomics shared between processes through the mapping must be lock-free: a
+  // lock-based std::atomic would keep its lock in each process's own memory.
+  static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared-memory flags need lock-free 64-bit atomics");
+  static_assert(sizeof(std::atomic<uint64_t>) == sizeof(uint64_t), "shared-memory flags must have no hidden state");
   struct alignas(64) Flag {
     std::atomic<uint64_t> v{0};
   };
