@@ -103,6 +103,11 @@ const char* dcclGetLastError(dcclComm_t comm);
 
 /* ---- communicators ---- */
 dcclResult_t dcclCommInitRank(dcclComm_t* comm, int nranks, dcclUniqueId commId, int rank);
+/* ndev ranks in this process, one communicator each (comms[r] is rank r), made
+ * by one thread per rank: for single-process jobs and tests. devlist (may be
+ * NULL) is accepted for NCCL compatibility; choosing a device for each rank's
+ * buffers is the caller's. On failure no communicator is left (all NULL). */
+dcclResult_t dcclCommInitAll(dcclComm_t* comms, int ndev, const int* devlist);
 /* Rank, size and rendezvous from the environment: DCCL_*, torchrun, Open MPI,
  * MPICH/PMI or Slurm variables (see docs/env.md). */
 dcclResult_t dcclCommInitFromEnv(dcclComm_t* comm);

@@ -1,6 +1,9 @@
 // C API: versions, ids, communicators, errors, statistics.
 #include <atomic>
 #include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "api/handles.hpp"
 #include "bootstrap/store.hpp"
@@ -11,6 +14,7 @@ using namespace dccl;
 
 namespace {
 std::atomic<int> g_env_inits{0};
+constexpr int kMaxInitAll = 1024;  // ranks (threads) one dcclCommInitAll makes
 
 dcclResult_t make_comm(dcclComm_t* out, const boot::UniqueIdData& id, int nranks, int rank,
                        std::unique_ptr<boot::StoreServer> server, const std::string& ns) {
@@ -91,6 +95,42 @@ dcclResult_t dcclCommInitRank(dcclComm_t* comm, int nranks, dcclUniqueId commId,
     std::unique_ptr<boot::StoreServer> server;
     if (rank == 0) server = boot::take_parked_server(id);
     make_comm(comm, id, nranks, rank, std::move(server), "");
+  });
+}
+
+dcclResult_t dcclCommInitAll(dcclComm_t* comms, int ndev, const int* devlist) {
+  return api::guard("dcclCommInitAll", [&] {
+    if (!comms) core::raise(dcclInvalidArgument, "dcclCommInitAll: comms is NULL");
+    if (ndev < 1 || ndev > kMaxInitAll)
+      core::raise(dcclInvalidArgument, "dcclCommInitAll: ndev " + std::to_string(ndev) + " is outside [1, " +
+                                           std::to_string(kMaxInitAll) + "]");
+    for (int i = 0; devlist && i < ndev; ++i)
+      if (devlist[i] < 0)
+        core::raise(dcclInvalidArgument, "dcclCommInitAll: devlist[" + std::to_string(i) + "] is " +
+                                             std::to_string(devlist[i]));
+    for (int i = 0; i < ndev; ++i) comms[i] = nullptr;
+    dcclUniqueId id;
+    if (dcclGetUniqueId(&id) != dcclSuccess) core::raise(dcclSystemError, api::last_error());
+    // One thread per rank: every rank's init meets the others at the store.
+    std::vector<dcclResult_t> rc(static_cast<size_t>(ndev), dcclSuccess);
+    std::vector<std::string> why(static_cast<size_t>(ndev));
+    std::vector<std::thread> ts;
+    for (int r = 0; r < ndev; ++r)
+      ts.emplace_back([&, r] {
+        const size_t i = static_cast<size_t>(r);
+        rc[i] = dcclCommInitRank(&comms[r], ndev, id, r);
+        if (rc[i] != dcclSuccess) why[i] = api::last_error();
+      });
+    for (auto& t : ts) t.join();
+    for (int r = 0; r < ndev; ++r) {
+      if (rc[static_cast<size_t>(r)] == dcclSuccess) continue;
+      for (int q = 0; q < ndev; ++q)  // nothing half made is left behind
+        if (comms[q]) {
+          dcclCommAbort(comms[q]);
+          comms[q] = nullptr;
+        }
+      core::raise(rc[static_cast<size_t>(r)], "dcclCommInitAll: " + why[static_cast<size_t>(r)]);
+    }
   });
 }
 

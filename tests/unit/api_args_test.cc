@@ -553,3 +553,30 @@ TEST(ApiArgsErrors, LastErrorIsPerThread) {
 }
 
 }  // namespace
+
+namespace {
+// dcclCommInitAll: n ranks of this process in one call; each works from its own
+// thread, results checked against sums computed here; bad input refused.
+TEST(ApiInitAll, MakesWorkingRanksAndRefusesBadInput) {
+  for (int n : {1, 2, 4}) {
+    std::vector<dcclComm_t> cs(static_cast<size_t>(n), nullptr);
+    const std::vector<int> devs = {0, 1, 2, 3};
+    ASSERT_EQ(dcclCommInitAll(cs.data(), n, n == 2 ? devs.data() : nullptr), dcclSuccess) << last_error();
+    for (int r = 0; r < n; ++r) {
+      int rank = -1, size = -1;
+      ASSERT_EQ(dcclCommUserRank(cs[static_cast<size_t>(r)], &rank), dcclSuccess);
+      ASSERT_EQ(dcclCommCount(cs[static_cast<size_t>(r)], &size), dcclSuccess);
+      EXPECT_EQ(rank, r);
+      EXPECT_EQ(size, n);
+    }
+    expect_allreduce_works(cs);
+    on_ranks(n, [&](int r) { EXPECT_EQ(dcclCommDestroy(cs[static_cast<size_t>(r)]), dcclSuccess) << last_error(); });
+  }
+  dcclComm_t c[2] = {reinterpret_cast<dcclComm_t>(0x1), reinterpret_cast<dcclComm_t>(0x1)};
+  expect_code(dcclCommInitAll(nullptr, 2, nullptr), dcclInvalidArgument, "comms is NULL", "NULL comms");
+  expect_code(dcclCommInitAll(c, 0, nullptr), dcclInvalidArgument, "ndev 0", "ndev 0");
+  expect_code(dcclCommInitAll(c, -3, nullptr), dcclInvalidArgument, "ndev -3", "ndev -3");
+  const int bad[2] = {0, -1};
+  expect_code(dcclCommInitAll(c, 2, bad), dcclInvalidArgument, "devlist[1]", "negative device");
+}
+}  // namespace
