@@ -89,14 +89,15 @@ int print_invalid_settings() {
   return bad;
 }
 
-void print_env() {
+// Returns the number of invalid settings (listed after the table).
+int print_env() {
   for (const auto& e : dccl::tune::settings()) {
     const char* v = getenv(e.name);
     const std::string why = invalid_reason(e.name);
     printf("%-26s %-8s default %-8s %s%s%s%s\n", e.name, type_name(e.type), *e.def ? e.def : "''",
            v ? "set to '" : "", v ? v : "", v ? "'" : "", why.empty() ? "" : "  INVALID: init would refuse it");
   }
-  print_invalid_settings();
+  return print_invalid_settings();
 }
 
 const char kUsage[] =
@@ -201,8 +202,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc > 1 && !strcmp(argv[1], "--env")) {
-    print_env();
-    return print_invalid_settings() ? 1 : 0;
+    return print_env() ? 1 : 0;
   }
   if (argc > 1 && !strcmp(argv[1], "--topology")) return print_topology();
   if (argc > 1) {

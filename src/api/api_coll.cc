@@ -17,7 +17,7 @@ struct Check {
   const char* fn;
   int me = -1;  // this rank in the communicator; -1 before it is known
   [[noreturn]] void bad(const std::string& what, dcclResult_t code = dcclInvalidArgument) const {
-    core::raise(code, me >= 0 ? core::describe(me, fn, what) : std::string(fn) + ": " + what);
+    core::raise(code, api::say(me, fn, what));
   }
   void dtype(dcclDataType_t t) const {
     if (!core::dtype_valid(t)) bad("datatype " + std::to_string(static_cast<int>(t)) + " is not a dcclDataType_t");

@@ -19,6 +19,9 @@ std::unordered_set<dcclStream*>& streams() {
 }  // namespace
 
 void set_last_error(const std::string& text) { t_last_error = text; }
+std::string say(int rank, const char* fn, const std::string& why) {
+  return rank >= 0 ? core::describe(rank, fn, why) : std::string(fn) + ": " + why;
+}
 const char* last_error() { return t_last_error.c_str(); }
 
 void register_comm(dcclComm* c) {
@@ -48,8 +51,7 @@ sched::Stream* stream_of(dcclStream* s, const char* fn, int rank) {
   if (s == nullptr) return nullptr;
   std::lock_guard<std::mutex> lk(g_mu);
   if (!streams().count(s)) {
-    const std::string why = "stream is not a live stream (destroyed or never created)";
-    core::raise(dcclInvalidUsage, rank >= 0 ? core::describe(rank, fn, why) : std::string(fn) + ": " + why);
+    core::raise(dcclInvalidUsage, say(rank, fn, "stream is not a live stream (destroyed or never created)"));
   }
   return &s->impl;
 }

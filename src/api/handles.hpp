@@ -19,6 +19,8 @@ struct dcclStream {
 namespace dccl::api {
 
 void set_last_error(const std::string& text);
+// "rank R: fn: why", or "fn: why" while the rank is unknown (rank < 0).
+std::string say(int rank, const char* fn, const std::string& why);
 const char* last_error();
 
 void register_comm(dcclComm* c);

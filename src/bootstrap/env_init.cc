@@ -120,9 +120,10 @@ std::map<std::string, std::weak_ptr<StoreServer>>& env_stores() {
   static auto* m = new std::map<std::string, std::weak_ptr<StoreServer>>();
   return *m;
 }
-std::shared_ptr<StoreServer> running_store(const std::string& host, uint16_t port) {
+std::string store_key(const UniqueIdData& id) { return id.host + ":" + std::to_string(id.port); }
+std::shared_ptr<StoreServer> running_store(const UniqueIdData& id) {
   std::lock_guard<std::mutex> lk(g_stores_mu);
-  auto it = env_stores().find(host + ":" + std::to_string(port));
+  auto it = env_stores().find(store_key(id));
   return it == env_stores().end() ? nullptr : it->second.lock();
 }
 
@@ -151,7 +152,7 @@ std::unique_ptr<StoreServer> env_store(EnvJob* job) {
     job->id = s->id();
   } else {
     std::lock_guard<std::mutex> lk(g_stores_mu);
-    env_stores()[job->id.host + ":" + std::to_string(job->id.port)] = s;
+    env_stores()[store_key(job->id)] = s;
   }
   return std::make_unique<SharedStore>(std::move(s), nullptr);
 }
@@ -230,7 +231,7 @@ EnvJob env_job() {
   for (const char* v : {"TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "SLURM_STEP_ID", "OMPI_MCA_ess_base_jobid",
                         "PMI_JOBID"})
     if (env(v)) seed += std::string(":") + env(v);
-  if (job.rank == 0) job.running_store = running_store(job.id.host, job.id.port);
+  if (job.rank == 0) job.running_store = running_store(job.id);
   if (const char* s = env("DCCL_SECRET")) {
     job.id.secret = secret_from_hex(s);
   } else if (cfg.insecure) {

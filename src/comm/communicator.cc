@@ -152,7 +152,7 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   mem::PathCounters pc{&stats_.sent_direct, &stats_.recv_direct, &stats_.relayed_host, &stats_.host_copies,
                        &stats_.allocations};
   paths_ = std::make_unique<mem::PathChooser>(*net_, po, pc);
-  for (const std::string& line : paths_->plan()) DCCL_INFO("rank %d: data path: %s", rank, line.c_str());
+  paths_->log_plan();
   res_.rank = rank;
   res_.nranks = nranks;
   res_.net = net_.get();

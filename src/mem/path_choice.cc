@@ -32,7 +32,7 @@ PathSel PathChooser::select(const void* a, const void* b, const std::function<st
   }
 
   std::lock_guard<std::mutex> lk(mu_);
-  const Decision& d = decide(be, true);
+  const Decision& d = decide(be->kind());
   if (!d.direct && opts_.mode == "1")
     core::raise(dcclUnavailable,
                 core::describe(opts_.rank, opname(), std::string("peer-direct required (DCCL_PEER_DIRECT=1) but not viable for ") +
@@ -49,47 +49,36 @@ PathSel PathChooser::select(const void* a, const void* b, const std::function<st
   return sel;
 }
 
-const PathChooser::Decision& PathChooser::decide(Backend* be, bool log) {
-  Decision& d = decisions_[static_cast<int>(be->kind())];
+const PathChooser::Decision& PathChooser::decide(Kind kind) {
+  Decision& d = decisions_[static_cast<int>(kind)];
   if (d.decided) return d;
   if (opts_.mode == "0") {
     d.direct = false;
     d.reason = "off by request (DCCL_PEER_DIRECT=0)";
   } else {
-    auto layers = check_viability(be->name(), opts_.provider, &net_);
+    auto layers = check_viability(kind_name(kind), opts_.provider, &net_);
     const Layer* bad = first_failure(layers);
     d.direct = bad == nullptr;
     if (bad) d.reason = "layer '" + bad->name + "' failed: " + bad->detail;
   }
   d.decided = true;
-  if (!log) return d;
-  if (d.direct)
-    DCCL_INFO("rank %d: %s memory: peer-direct (DCCL_PEER_DIRECT=%s; every viability layer passed)", opts_.rank,
-              be->name(), opts_.mode.c_str());
-  else if (opts_.mode == "1")
-    DCCL_INFO("rank %d: %s memory: none; calls on it fail: peer-direct is required (DCCL_PEER_DIRECT=1) but %s",
-              opts_.rank, be->name(), d.reason.c_str());
-  else
-    DCCL_INFO("rank %d: %s memory: host-staged (%s)", opts_.rank, be->name(), d.reason.c_str());
+  const std::string how = d.direct             ? "peer-direct (every viability layer passed)"
+                          : opts_.mode == "1" ? "calls fail: peer-direct required (DCCL_PEER_DIRECT=1) but " + d.reason
+                                              : "host-staged: " + d.reason;
+  DCCL_INFO("rank %d: data path: %s memory: %s", opts_.rank, kind_name(kind), how.c_str());
   return d;
 }
 
-std::vector<std::string> PathChooser::plan() {
+void PathChooser::log_plan() {
   std::lock_guard<std::mutex> lk(mu_);
-  std::vector<std::string> lines;
-  lines.push_back("host memory: the provider reads and writes it in place (no staging, counted as direct)");
-  Backend* sim = &sim_backend();
-  const Decision& d = decide(sim, false);
-  lines.push_back(std::string("sim memory: ") +
-                  (d.direct ? "peer-direct (every viability layer passed)"
-                   : opts_.mode == "1" ? "calls fail: peer-direct required but " + d.reason
-                                       : "host-staged: " + d.reason));
-  const Decision& c = decisions_[static_cast<int>(Kind::Cuda)];
-  lines.push_back(std::string("cuda memory: ") +
-                  (!c.decided ? (opts_.mode == "0" ? "host-staged: off by request (DCCL_PEER_DIRECT=0)"
-                                                   : "decided at its first use (DCCL_PEER_DIRECT=" + opts_.mode + ")")
-                   : c.direct ? "peer-direct" : "host-staged: " + c.reason));
-  return lines;
+  DCCL_INFO("rank %d: data path: host memory: the provider reads and writes it in place (no staging, counted as "
+            "direct)", opts_.rank);
+  decide(Kind::Sim);
+  if (opts_.mode == "0")
+    decide(Kind::Cuda);  // no layer is checked: the driver stays untouched
+  else
+    DCCL_INFO("rank %d: data path: cuda memory: decided at its first use (DCCL_PEER_DIRECT=%s)", opts_.rank,
+              opts_.mode.c_str());
 }
 
 RegCacheStats PathChooser::cache_stats() const {

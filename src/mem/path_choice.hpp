@@ -1,13 +1,12 @@
 // Chooses, per operation, how the transport reaches its buffers: host memory as
 // is; device memory direct (peer-direct) or staged, by DCCL_PEER_DIRECT and the
 // viability layers. The decision is made once per memory kind per communicator
-// and logged at INFO with its reason (see plan()).
+// and logged at INFO with its reason (see log_plan()).
 #pragma once
 #include <memory>
 #include <mutex>
 #include <functional>
 #include <string>
-#include <vector>
 
 #include "mem/backend.hpp"
 #include "mem/direct_path.hpp"
@@ -41,19 +40,19 @@ class PathChooser {
   RegCacheStats cache_stats() const;
   // Why `kind` goes staged ("" when direct or not decided yet).
   std::string staged_reason(Kind kind) const;
-  // One line per memory kind: the path it takes and why (init logs them at
-  // INFO). Decides host and sim memory now; CUDA memory is decided at its first
-  // use, so that a job without it never initialises the driver.
-  std::vector<std::string> plan();
+  // Logs at INFO one line per memory kind: the path it takes and why. Decides
+  // sim memory now; CUDA memory at its first use (unless DCCL_PEER_DIRECT=0),
+  // so that a job without it never initialises the driver.
+  void log_plan();
 
  private:
   struct Decision {
     bool decided = false, direct = false;
     std::string reason;
   };
-  // Decides `be` once (mu_ held), logging the outcome at INFO when `log`;
-  // never throws for a path that is not viable.
-  const Decision& decide(Backend* be, bool log);
+  // Decides `kind` once (mu_ held) and logs the outcome at INFO; never throws
+  // for a path that is not viable.
+  const Decision& decide(Kind kind);
   net::Transport& net_;
   PathOptions opts_;
   PathCounters ctr_;
