@@ -1,6 +1,8 @@
 #include "net/shm_rescue.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -34,13 +36,18 @@ static_assert(offsetof(RegionHead, pid) == 4 && offsetof(RegionHead, base_addr) 
               "smr_region head layout");
 constexpr uint8_t kRegionVersion = 4;
 
+// "<pid>:<n>:<m>" from "fi_shm://<pid>:<n>:<m>" (the bytes may end in a NUL); ""
+// when `address` is not an shm endpoint's.
+std::string region_name(const std::string& address) {
+  const std::string prefix = "fi_shm://";
+  const std::string name(address.c_str());
+  return name.compare(0, prefix.size(), prefix) == 0 ? name.substr(prefix.size()) : "";
+}
+
 }  // namespace
 
 std::string unlock_dead_shm_region(const std::string& address, pid_t pid) {
-  const std::string prefix = "fi_shm://";
-  std::string name(address.c_str());
-  if (name.compare(0, prefix.size(), prefix) != 0) return "not an shm address";
-  name = name.substr(prefix.size());
+  const std::string name = region_name(address);
   if (name.empty() || name.find('/') != std::string::npos) return "not an shm address";
   const std::string path = "/dev/shm/" + name;
   const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
@@ -62,6 +69,31 @@ std::string unlock_dead_shm_region(const std::string& address, pid_t pid) {
   }
   munmap(p, sizeof(RegionHead));
   return why;
+}
+
+void reap_orphaned_shm_regions() {
+  DIR* d = opendir("/dev/shm");
+  if (!d) return;
+  while (dirent* e = readdir(d)) {
+    unsigned long pid = 0, a = 0, b = 0;
+    char tail = 0;
+    if (sscanf(e->d_name, "%lu:%lu:%lu%c", &pid, &a, &b, &tail) != 3 || pid == 0) continue;
+    if (kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    std::string path = std::string("/dev/shm/") + e->d_name;
+    struct stat st;
+    if (stat(path.c_str(), &st) == 0 && st.st_uid == getuid()) unlink(path.c_str());
+  }
+  closedir(d);
+}
+
+void unlink_shm_region(const std::string& address) {
+  const std::string name = region_name(address);
+  if (name.empty()) return;
+  unsigned long pid = 0, a = 0, b = 0;
+  char tail = 0;
+  if (sscanf(name.c_str(), "%lu:%lu:%lu%c", &pid, &a, &b, &tail) != 3 || pid != static_cast<unsigned long>(getpid()))
+    return;
+  unlink(("/dev/shm/" + name).c_str());
 }
 
 }  // namespace dccl::net

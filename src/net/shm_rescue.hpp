@@ -1,3 +1,7 @@
+// The libfabric shm provider's regions in /dev/shm, looked after where the
+// provider does not: regions of dead processes removed, an abandoned endpoint's
+// own region unlinked, and a dead receiver's region lock released.
+//
 // libfabric 1.17's shm provider delivers a message by taking a spinlock in the
 // receiver's shared region. A receiver killed while holding its own lock leaves
 // it taken forever, and a sender that is inside fi_tsend to it at that moment
@@ -18,5 +22,14 @@ namespace dccl::net {
 // the pid), and unlocks the region's lock with pthread_spin_unlock. Returns ""
 // when done, else why nothing was touched.
 std::string unlock_dead_shm_region(const std::string& address, pid_t pid);
+
+// The provider names its region /dev/shm/<pid>:<n>:<m> and leaves it behind when
+// the process is killed; a later process with the same pid then fails fi_enable
+// with EBUSY. Removes such regions of this user whose process no longer exists.
+void reap_orphaned_shm_regions();
+
+// Unlinks the region of this process's shm endpoint at `address` ("fi_shm://
+// <pid>:<n>:<m>", as fi_getname gives it); other addresses are left alone.
+void unlink_shm_region(const std::string& address);
 
 }  // namespace dccl::net

@@ -1,7 +1,4 @@
 #include <cerrno>
-#include <sys/stat.h>
-#include <signal.h>
-#include <dirent.h>
 #include <map>
 #include <mutex>
 #include <unistd.h>
@@ -30,8 +27,6 @@
 namespace dccl::net {
 
 namespace {
-void reap_orphaned_shm_regions();
-void unlink_shm_region(const std::string& address);
 
 using Clock = std::chrono::steady_clock;
 
@@ -180,38 +175,6 @@ class FabricTransport final : public Transport {
   bool abandoned_ = false;
   bool connected_ = false;
 };
-
-// libfabric's shm provider names its region /dev/shm/<pid>:<n>:<m> and leaves it
-// behind when the process is killed; a later process with the same pid then fails
-// fi_enable with EBUSY. Remove such regions whose process no longer exists.
-void reap_orphaned_shm_regions() {
-  DIR* d = opendir("/dev/shm");
-  if (!d) return;
-  while (dirent* e = readdir(d)) {
-    unsigned long pid = 0, a = 0, b = 0;
-    char tail = 0;
-    if (sscanf(e->d_name, "%lu:%lu:%lu%c", &pid, &a, &b, &tail) != 3 || pid == 0) continue;
-    if (kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
-    std::string path = std::string("/dev/shm/") + e->d_name;
-    struct stat st;
-    if (stat(path.c_str(), &st) == 0 && st.st_uid == getuid()) unlink(path.c_str());
-  }
-  closedir(d);
-}
-
-// An shm endpoint's address is "fi_shm://<pid>:<n>:<m>" (fi_getname), its region
-// /dev/shm/<pid>:<n>:<m>.
-void unlink_shm_region(const std::string& address) {
-  const std::string prefix = "fi_shm://";
-  std::string name(address.c_str());  // the bytes end in a NUL
-  if (name.compare(0, prefix.size(), prefix) != 0) return;
-  name = name.substr(prefix.size());
-  unsigned long pid = 0, a = 0, b = 0;
-  char tail = 0;
-  if (sscanf(name.c_str(), "%lu:%lu:%lu%c", &pid, &a, &b, &tail) != 3 || pid != static_cast<unsigned long>(getpid()))
-    return;
-  unlink(("/dev/shm/" + name).c_str());
-}
 
 FabricTransport::FabricTransport(const TransportOptions& o) : opts_(o) {
   reap_orphaned_shm_regions();
