@@ -24,8 +24,9 @@
  *   DCCL_TIMEOUT_S), meets the other ranks when they are there, and frees the
  *   communicator. dcclCommAbort does the same without waiting: the running call
  *   ends at once with an error here, and the peers learn of it and fail theirs.
- *   There is no separate finalize step. Do not start calls on a communicator
- *   while another thread destroys or aborts it.
+ *   dcclCommFinalize first completes queued work instead of cancelling it and
+ *   meets the other ranks, so that the destroy after it is local. Do not start
+ *   calls on a communicator while another thread destroys or aborts it.
  * - Environment: init sets FI_OFI_RXM_EAGER_LIMIT (DCCL_RXM_EAGER_BYTES) in the
  *   process's environment when it is unset, since libfabric reads provider
  *   parameters only from there; a value the application set first is kept. */
@@ -92,6 +93,10 @@ typedef enum {
   dcclNumOps = 5
 } dcclRedOp_t;
 
+/* Where dcclRedOpCreatePreMulSum's scalar lives: read from device (or host)
+ * memory when each call runs, or copied from host memory at creation. */
+typedef enum { dcclScalarDevice = 0, dcclScalarHostImmediate = 1 } dcclScalarResidence_t;
+
 /* ---- version, ids, errors ---- */
 dcclResult_t dcclGetVersion(int* version);
 /* Starts the rendezvous store in this process (to be used by rank 0) and
@@ -117,15 +122,53 @@ dcclResult_t dcclCommCount(const dcclComm_t comm, int* count);
 dcclResult_t dcclCommUserRank(const dcclComm_t comm, int* rank);
 dcclResult_t dcclCommGetAsyncError(dcclComm_t comm, dcclResult_t* asyncError);
 
-/* Per-communicator configuration. Initialise with DCCL_CONFIG_INITIALIZER; NULL
- * means the defaults (for dcclCommSplit: the parent's settings). */
+/* Per-communicator configuration. Initialise with DCCL_CONFIG_INITIALIZER, then
+ * set what differs; a field left at DCCL_CONFIG_UNDEF_INT / NULL takes the
+ * environment's setting (for dcclCommSplit: the parent's). NULL config: all
+ * defaults. Settings that shape the wire (algo) must agree on every rank. */
+#define DCCL_CONFIG_UNDEF_INT (-2147483647 - 1) /* INT_MIN */
 typedef struct {
   size_t size;         /* sizeof(dcclConfig_t), set by the initializer */
   unsigned int magic;  /* DCCL_CONFIG_MAGIC */
   unsigned int version;
+  /* 1 (default): init returns when the communicator is ready. 0: init returns
+   * dcclInProgress at once and finishes in the background; poll
+   * dcclCommGetAsyncError until it gives dcclSuccess (ready) or an error (init
+   * failed: destroy the handle). Other calls on the handle meanwhile return
+   * dcclInProgress; dcclCommDestroy/Abort wait for the init to end first. */
+  int blocking;
+  /* Bound in milliseconds on every blocking wait of this communicator
+   * (DCCL_TIMEOUT_S otherwise), 1 .. INT_MAX. */
+  int timeoutMs;
+  /* 1: require peer-direct for device memory, 0: stage through host memory,
+   * -1: direct where viable (DCCL_PEER_DIRECT otherwise). */
+  int peerDirect;
+  /* Force algorithms, as DCCL_ALGO (NULL: DCCL_ALGO); copied at init. */
+  const char* algo;
 } dcclConfig_t;
 #define DCCL_CONFIG_MAGIC 0xdcc1c0f1u
-#define DCCL_CONFIG_INITIALIZER {sizeof(dcclConfig_t), DCCL_CONFIG_MAGIC, DCCL_VERSION_CODE}
+#define DCCL_CONFIG_INITIALIZER                                                              \
+  {sizeof(dcclConfig_t), DCCL_CONFIG_MAGIC, DCCL_VERSION_CODE, DCCL_CONFIG_UNDEF_INT,        \
+   DCCL_CONFIG_UNDEF_INT, DCCL_CONFIG_UNDEF_INT, NULL}
+
+/* dcclCommInitRank with a configuration (NULL: as dcclCommInitRank). Returns
+ * dcclInProgress for a non-blocking init that has started. */
+dcclResult_t dcclCommInitRankConfig(dcclComm_t* comm, int nranks, dcclUniqueId commId, int rank,
+                                    dcclConfig_t* config);
+/* Collective: completes every call queued on comm (on streams too, within its
+ * timeout), then meets the other ranks. Afterwards comm accepts only
+ * dcclCommDestroy (now local and immediate), dcclCommGetAsyncError,
+ * dcclCommCount, dcclCommUserRank and dcclCommGetStats; other calls return
+ * dcclInvalidUsage. Optional: dcclCommDestroy alone also ends the communicator. */
+dcclResult_t dcclCommFinalize(dcclComm_t comm);
+
+/* Registers [buff, buff+size) with comm's data path once, up front: calls on
+ * buffers inside it then do no registration work (dcclStats_t.registrations
+ * and regCacheMisses do not move), and the registration is never evicted until
+ * dcclCommDeregister. Host memory and the staged path need no registration: the
+ * handle is still valid. The memory must stay allocated until deregistered. */
+dcclResult_t dcclCommRegister(const dcclComm_t comm, void* buff, size_t size, void** handle);
+dcclResult_t dcclCommDeregister(const dcclComm_t comm, void* handle);
 
 /* Color for dcclCommSplit's ranks that join no new communicator. */
 #define DCCL_SPLIT_NOCOLOR (-1)
@@ -175,6 +218,14 @@ dcclResult_t dcclSend(const void* sendbuff, size_t count, dcclDataType_t datatyp
 dcclResult_t dcclRecv(void* recvbuff, size_t count, dcclDataType_t datatype, int peer,
                       dcclComm_t comm, dcclStream_t stream);
 dcclResult_t dcclBarrier(dcclComm_t comm, dcclStream_t stream);
+
+/* A sum in which every rank's input is first multiplied by its scalar (of
+ * `datatype`; ranks may pass different scalars): usable as `op` of allreduce,
+ * reduce and reduce-scatter on comm, with that datatype, until destroyed. Its
+ * value is the same on every rank that creates ops in the same order. */
+dcclResult_t dcclRedOpCreatePreMulSum(dcclRedOp_t* op, void* scalar, dcclDataType_t datatype,
+                                      dcclScalarResidence_t residence, dcclComm_t comm);
+dcclResult_t dcclRedOpDestroy(dcclRedOp_t op, dcclComm_t comm);
 
 /* ---- statistics: what crossed host memory ----
  * Counters of this rank since init, the same for every kind of memory. Each

@@ -5,6 +5,7 @@
 #include <thread>
 #include <vector>
 
+#include "api/config.hpp"
 #include "api/handles.hpp"
 #include "bootstrap/store.hpp"
 #include "bootstrap/env_init.hpp"
@@ -17,10 +18,11 @@ std::atomic<int> g_env_inits{0};
 constexpr int kMaxInitAll = 1024;  // ranks (threads) one dcclCommInitAll makes
 
 dcclResult_t make_comm(dcclComm_t* out, const boot::UniqueIdData& id, int nranks, int rank,
-                       std::unique_ptr<boot::StoreServer> server, const std::string& ns) {
+                       std::unique_ptr<boot::StoreServer> server, const std::string& ns,
+                       const core::Config* cfg = nullptr) {
   auto* c = new dcclComm;
   try {
-    c->impl = std::make_unique<comm::Communicator>(id, nranks, rank, std::move(server), ns);
+    c->impl = std::make_unique<comm::Communicator>(id, nranks, rank, std::move(server), ns, comm::ProcessPlace{}, cfg);
   } catch (...) {
     delete c;
     throw;
@@ -28,6 +30,37 @@ dcclResult_t make_comm(dcclComm_t* out, const boot::UniqueIdData& id, int nranks
   api::register_comm(c);
   *out = c;
   return dcclSuccess;
+}
+
+// The handle is returned at once; the communicator is made on a thread of its own
+// and adopted by the first call that finds it ready (see api::init_state).
+void start_init(dcclComm_t* out, const boot::UniqueIdData& id, int nranks, int rank,
+                std::unique_ptr<boot::StoreServer> server, const core::Config& cfg) {
+  auto* c = new dcclComm;
+  c->pending = std::make_shared<api::PendingInit>();
+  c->pending->rank = rank;
+  std::shared_ptr<api::PendingInit> p = c->pending;
+  p->thread = std::thread([p, id, nranks, rank, srv = std::move(server), cfg]() mutable {
+    std::unique_ptr<comm::Communicator> made;
+    dcclResult_t rc = dcclSuccess;
+    std::string text;
+    try {
+      made = std::make_unique<comm::Communicator>(id, nranks, rank, std::move(srv), "", comm::ProcessPlace{}, &cfg);
+    } catch (const core::Error& e) {
+      rc = e.code();
+      text = e.what();
+    } catch (const std::exception& e) {
+      rc = dcclInternalError;
+      text = core::describe(rank, "dcclCommInitRankConfig", std::string("internal error: ") + e.what());
+    }
+    std::lock_guard<std::mutex> lk(p->mu);
+    p->made = std::move(made);
+    p->rc = rc;
+    p->text = std::move(text);
+    p->done = true;
+  });
+  api::register_comm(c);
+  *out = c;
 }
 
 // Ends the communicator's work (queued work cancelled, the running call finished or
@@ -39,11 +72,11 @@ void close_and_free(dcclComm* comm, const char* fn) {
     return;
   }
   comm::Communicator* c = comm->impl.release();
-  const std::string t = std::to_string(c->config().timeout_s);
+  const std::string t = core::timeout_text(c->config());
   delete comm;
-  core::raise(dcclTimeout, core::describe(c->rank(), fn, "a call aborted " + t + " s (DCCL_TIMEOUT_S) after " + fn +
-                                                             " began has not returned " + t +
-                                                             " s later; the communicator is left allocated"));
+  core::raise(dcclTimeout, core::describe(c->rank(), fn, "a call aborted " + t + " after " + fn +
+                                                             " began has not returned that long after; the "
+                                                             "communicator is left allocated"));
 }
 }  // namespace
 
@@ -84,18 +117,30 @@ dcclResult_t dcclGetUniqueId(dcclUniqueId* uid) {
 }
 
 dcclResult_t dcclCommInitRank(dcclComm_t* comm, int nranks, dcclUniqueId commId, int rank) {
-  return api::guard("dcclCommInitRank", [&] {
-    if (!comm) core::raise(dcclInvalidArgument, "dcclCommInitRank: comm is NULL");
+  return dcclCommInitRankConfig(comm, nranks, commId, rank, nullptr);
+}
+
+dcclResult_t dcclCommInitRankConfig(dcclComm_t* comm, int nranks, dcclUniqueId commId, int rank,
+                                    dcclConfig_t* config) {
+  const char* fn = config ? "dcclCommInitRankConfig" : "dcclCommInitRank";
+  bool blocking = true;
+  dcclResult_t rc = api::guard(fn, [&] {
+    if (!comm) core::raise(dcclInvalidArgument, std::string(fn) + ": comm is NULL");
     *comm = nullptr;
-    if (nranks < 1) core::raise(dcclInvalidArgument, "dcclCommInitRank: nranks " + std::to_string(nranks) + " < 1");
+    if (nranks < 1) core::raise(dcclInvalidArgument, std::string(fn) + ": nranks " + std::to_string(nranks) + " < 1");
     if (rank < 0 || rank >= nranks)
-      core::raise(dcclInvalidArgument, "dcclCommInitRank: rank " + std::to_string(rank) +
-                                           " is outside [0, " + std::to_string(nranks) + ")");
+      core::raise(dcclInvalidArgument, std::string(fn) + ": rank " + std::to_string(rank) + " is outside [0, " +
+                                           std::to_string(nranks) + ")");
+    const core::Config cfg = api::apply_config(config, core::load_config(), rank, fn, &blocking);
     boot::UniqueIdData id = boot::decode_id(commId);
     std::unique_ptr<boot::StoreServer> server;
     if (rank == 0) server = boot::take_parked_server(id);
-    make_comm(comm, id, nranks, rank, std::move(server), "");
+    if (blocking)
+      make_comm(comm, id, nranks, rank, std::move(server), "", &cfg);
+    else
+      start_init(comm, id, nranks, rank, std::move(server), cfg);
   });
+  return rc == dcclSuccess && !blocking ? dcclInProgress : rc;
 }
 
 dcclResult_t dcclCommInitAll(dcclComm_t* comms, int ndev, const int* devlist) {
@@ -150,14 +195,31 @@ dcclResult_t dcclCommDestroy(dcclComm_t comm) {
     if (!comm) core::raise(dcclInvalidArgument, "dcclCommDestroy: comm is NULL");
     if (!api::unregister_comm(comm))
       core::raise(dcclInvalidUsage, "dcclCommDestroy: comm is not a live communicator (destroyed twice?)");
+    api::join_init(comm);
+    if (!comm->impl) {  // its non-blocking init failed: nothing was made
+      delete comm;
+      return;
+    }
     close_and_free(comm, "dcclCommDestroy");
   });
 }
 
 dcclResult_t dcclCommAbort(dcclComm_t comm) {
   return api::guard("dcclCommAbort", [&] {
-    api::comm_of(comm, "dcclCommAbort").abort();
-    if (api::unregister_comm(comm)) close_and_free(comm, "dcclCommAbort");
+    std::string text;
+    if (api::init_state(comm, "dcclCommAbort", &text) != dcclSuccess) {  // init running or failed
+      if (!api::unregister_comm(comm)) return;
+      api::join_init(comm);  // bounded by the init's timeout
+      if (!comm->impl) {
+        delete comm;
+        return;
+      }
+      comm->impl->abort();
+    } else {
+      api::comm_of(comm, "dcclCommAbort").abort();
+      if (!api::unregister_comm(comm)) return;
+    }
+    close_and_free(comm, "dcclCommAbort");
   });
 }
 
@@ -179,6 +241,14 @@ dcclResult_t dcclCommUserRank(const dcclComm_t comm, int* rank) {
 
 dcclResult_t dcclCommGetAsyncError(dcclComm_t comm, dcclResult_t* err) {
   return api::guard("dcclCommGetAsyncError", [&] {
+    std::string text;
+    const dcclResult_t init = api::init_state(comm, "dcclCommGetAsyncError", &text);
+    if (init != dcclSuccess) {  // a non-blocking init is running, or failed
+      if (!err) core::raise(dcclInvalidArgument, "dcclCommGetAsyncError: asyncError is NULL");
+      *err = init;
+      if (init != dcclInProgress) api::set_last_error(text);
+      return;
+    }
     auto& c = api::comm_of(comm, "dcclCommGetAsyncError");
     if (!err) core::raise(dcclInvalidArgument, core::describe(c.rank(), "dcclCommGetAsyncError", "asyncError is NULL"));
     *err = c.async_error();
@@ -191,16 +261,22 @@ dcclResult_t dcclCommSplit(dcclComm_t comm, int color, int key, dcclComm_t* newc
     auto& c = api::comm_of(comm, "dcclCommSplit");
     if (!newcomm) core::raise(dcclInvalidArgument, core::describe(c.rank(), "dcclCommSplit", "newcomm is NULL"));
     *newcomm = nullptr;
-    if (config && (config->magic != DCCL_CONFIG_MAGIC || config->size < sizeof(size_t)))
-      core::raise(dcclInvalidArgument,
-                  core::describe(c.rank(), "dcclCommSplit", "config was not initialised with DCCL_CONFIG_INITIALIZER"));
-    std::unique_ptr<comm::Communicator> child = c.split(color, key);
+    bool blocking = true;
+    const core::Config cfg = api::apply_config(config, c.config(), c.rank(), "dcclCommSplit", &blocking);
+    if (!blocking)
+      core::raise(dcclInvalidArgument, core::describe(c.rank(), "dcclCommSplit", "config: blocking = 0 is not "
+                                                                                 "supported by dcclCommSplit"));
+    std::unique_ptr<comm::Communicator> child = c.split(color, key, &cfg);
     if (!child) return;
     auto* h = new dcclComm;
     h->impl = std::move(child);
     api::register_comm(h);
     *newcomm = h;
   });
+}
+
+dcclResult_t dcclCommFinalize(dcclComm_t comm) {
+  return api::guard("dcclCommFinalize", [&] { api::comm_of(comm, "dcclCommFinalize").finalize(); });
 }
 
 dcclResult_t dcclCommGetStats(dcclComm_t comm, dcclStats_t* stats) {

@@ -60,7 +60,7 @@ dcclResult_t dcclMemcpy(void* dst, const void* src, size_t bytes) {
     if (bytes == 0) return;
     if (!dst || !src) core::raise(dcclInvalidArgument, std::string("dcclMemcpy: ") + (dst ? "src" : "dst") + " is NULL");
     mem::Backend& b = copier(dst, src);
-    b.wait(b.copy_async(dst, src, bytes), core::config().timeout_s * 1000);
+    b.wait(b.copy_async(dst, src, bytes), core::config().timeout_ms);
   });
 }
 
@@ -69,7 +69,7 @@ dcclResult_t dcclMemset(void* dst, int value, size_t bytes) {
     if (bytes == 0) return;
     if (!dst) core::raise(dcclInvalidArgument, "dcclMemset: dst is NULL");
     mem::Backend& b = mem::backend_of(dst);
-    b.wait(b.memset_async(dst, value, bytes), core::config().timeout_s * 1000);
+    b.wait(b.memset_async(dst, value, bytes), core::config().timeout_ms);
   });
 }
 

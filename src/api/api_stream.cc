@@ -17,7 +17,7 @@ dcclResult_t dcclStreamCreate(dcclStream_t* stream) {
 dcclResult_t dcclStreamSynchronize(dcclStream_t stream) {
   return api::guard("dcclStreamSynchronize", [&] {
     sched::Stream* s = api::stream_of(stream, "dcclStreamSynchronize");
-    if (s) s->synchronize(core::config().timeout_s * 1000);
+    if (s) s->synchronize(core::config().timeout_ms);
   });
 }
 

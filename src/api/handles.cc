@@ -32,12 +32,59 @@ bool unregister_comm(dcclComm* c) {
   std::lock_guard<std::mutex> lk(g_mu);
   return comms().erase(c) == 1;
 }
+namespace {
+// g_mu held. Adopts the communicator of a finished, successful init.
+dcclResult_t settle(dcclComm* c, std::string* text) {
+  if (!c->pending) return dcclSuccess;
+  PendingInit& p = *c->pending;
+  std::lock_guard<std::mutex> lk(p.mu);
+  if (!p.done) return dcclInProgress;
+  if (p.rc != dcclSuccess) {
+    if (text) *text = p.text;
+    return p.rc;
+  }
+  if (p.thread.joinable()) p.thread.join();  // it has ended
+  c->impl = std::move(p.made);
+  c->pending.reset();
+  return dcclSuccess;
+}
+void check_live(dcclComm* c, const char* fn) {
+  if (!comms().count(c))
+    core::raise(dcclInvalidUsage, std::string(fn) + ": comm is not a live communicator (destroyed or never created)");
+}
+}  // namespace
+
 comm::Communicator& comm_of(dcclComm* c, const char* fn) {
   if (c == nullptr) core::raise(dcclInvalidArgument, std::string(fn) + ": comm is NULL");
   std::lock_guard<std::mutex> lk(g_mu);
-  if (!comms().count(c))
-    core::raise(dcclInvalidUsage, std::string(fn) + ": comm is not a live communicator (destroyed or never created)");
+  check_live(c, fn);
+  std::string text;
+  const dcclResult_t rc = settle(c, &text);
+  if (rc == dcclInProgress)
+    core::raise(dcclInProgress, say(c->pending->rank, fn, "the communicator's non-blocking init is still in "
+                                                          "progress: poll dcclCommGetAsyncError until dcclSuccess"));
+  if (rc != dcclSuccess) core::raise(dcclInvalidUsage, say(-1, fn, "the communicator's init failed: " + text));
   return *c->impl;
+}
+
+dcclResult_t init_state(dcclComm* c, const char* fn, std::string* text) {
+  if (c == nullptr) core::raise(dcclInvalidArgument, std::string(fn) + ": comm is NULL");
+  std::lock_guard<std::mutex> lk(g_mu);
+  check_live(c, fn);
+  return settle(c, text);
+}
+
+void join_init(dcclComm* c) {
+  std::shared_ptr<PendingInit> p;
+  {
+    std::lock_guard<std::mutex> lk(g_mu);
+    p = c->pending;
+  }
+  if (!p) return;
+  if (p->thread.joinable()) p->thread.join();  // the init's own waits are bounded by its timeout
+  std::lock_guard<std::mutex> lk(p->mu);
+  c->impl = std::move(p->made);
+  c->pending.reset();
 }
 void register_stream(dcclStream* s) {
   std::lock_guard<std::mutex> lk(g_mu);

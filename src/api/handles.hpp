@@ -2,15 +2,32 @@
 // per-thread last error, and the exception firewall every entry point runs in.
 #pragma once
 #include <memory>
+#include <mutex>
 #include <new>
 #include <string>
+#include <thread>
 
 #include "comm/communicator.hpp"
 #include "core/error.hpp"
 #include "sched/stream.hpp"
 
+namespace dccl::api {
+// A non-blocking init running on a thread of its own (dcclConfig_t.blocking = 0).
+struct PendingInit {
+  std::mutex mu;
+  bool done = false;  // the thread has ended: rc, text and made are final
+  dcclResult_t rc = dcclSuccess;
+  std::string text;
+  std::unique_ptr<comm::Communicator> made;
+  std::thread thread;
+  int rank = -1;
+};
+}  // namespace dccl::api
+
 struct dcclComm {
   std::unique_ptr<dccl::comm::Communicator> impl;
+  // Set while a non-blocking init has not been collected: impl is empty until then.
+  std::shared_ptr<dccl::api::PendingInit> pending;
 };
 struct dcclStream {
   dccl::sched::Stream impl;
@@ -25,8 +42,16 @@ const char* last_error();
 
 void register_comm(dcclComm* c);
 bool unregister_comm(dcclComm* c);
-// Throws Error(dcclInvalidUsage/dcclInvalidArgument) when c is null, destroyed or unknown.
+// Throws Error(dcclInvalidUsage/dcclInvalidArgument) when c is null, destroyed or
+// unknown; Error(dcclInProgress) while its non-blocking init runs, and the init's
+// error once that failed.
 comm::Communicator& comm_of(dcclComm* c, const char* fn);
+// A live handle's non-blocking init: dcclInProgress while it runs, its error once
+// it failed (*text gets the message), dcclSuccess when there is none or it is over
+// (the communicator is then adopted). Throws as comm_of for a dead handle.
+dcclResult_t init_state(dcclComm* c, const char* fn, std::string* text);
+// Waits for the handle's non-blocking init thread (bounded by the init's timeout).
+void join_init(dcclComm* c);
 void register_stream(dcclStream* s);
 bool unregister_stream(dcclStream* s);
 // Null stays null; a dead stream is refused (naming `rank` when it is known, >= 0).

@@ -7,6 +7,7 @@
 
 #include "kernels/reduce.hpp"
 #include "coll/scratch.hpp"
+#include "core/config.hpp"
 #include "core/error.hpp"
 #include "core/types.hpp"
 #include "mem/backend.hpp"
@@ -140,8 +141,8 @@ size_t Ctx::wait_any(Xfer* const* xs, size_t n) {
         for (size_t i = 0; i < n; ++i)
           if (xs[i]->active) pending += (pending.empty() ? "" : ", ") + where(*xs[i]) + in_.net->mismatch_note(xs[i]->req);
         stop(dcclTimeout, core::describe(in_.rank, name(),
-                                         "timed out after " + std::to_string(in_.timeout_ms / 1000) +
-                                             " s waiting for " + pending));
+                                         "timed out after " + core::seconds_text(in_.timeout_ms) +
+                                             " waiting for " + pending));
       }
       if (now > spin_until) sched_yield();
     }
@@ -200,7 +201,7 @@ void Ctx::check_deadline(const char* what, int peer) {
   if (deadline_ == Clock::time_point{}) deadline_ = now + std::chrono::milliseconds(in_.timeout_ms);
   if (now > deadline_)
     stop(dcclTimeout, core::describe(in_.rank, name(),
-                                     "timed out after " + std::to_string(in_.timeout_ms / 1000) + " s waiting for " +
+                                     "timed out after " + core::seconds_text(in_.timeout_ms) + " waiting for " +
                                          peer_name(peer) + " (" + what + ")"));
 }
 

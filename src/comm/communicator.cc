@@ -27,47 +27,18 @@ using core::log_configure;
 using core::log_set_rank;
 using core::raise;
 
-namespace {
-// "all_reduce #3 (1024 x float32)", "send to rank 1 (…)"; a group names its first call.
-std::string what_of(std::span<const sched::Op> ops) {
-  if (ops.empty()) return "submit";
-  const sched::Op& op = ops[0];
-  std::string s = op.coll == tune::Coll::SendRecv
-                      ? std::string(op.is_send ? "send to" : "recv from") + " rank " + std::to_string(op.peer)
-                      : std::string(tune::coll_name(op.coll)) + " #" + std::to_string(op.seq);
-  s += " (" + std::to_string(op.count) + " x " + dtype_name(op.dt) + ")";
-  if (ops.size() > 1) s = "group of " + std::to_string(ops.size()) + " calls starting with " + s;
-  return s;
-}
-}  // namespace
-
-// Stream work holds the gate, not the communicator: once quiesce() closed it, work
-// still queued fails when its stream reaches it, without touching the communicator.
-struct Communicator::Gate {
-  std::mutex mu;
-  Communicator* comm;  // null once closed
-  int rank;
-  uint64_t queued = 0;  // submissions on streams that have not reached the communicator
-  std::string why;      // why it closed
-  Gate(Communicator* c, int r) : comm(c), rank(r) {}
-  Communicator* enter(std::span<const sched::Op> ops) {
-    std::lock_guard<std::mutex> lk(mu);
-    if (!comm) raise(dcclInvalidUsage, describe(rank, what_of(ops), "cancelled: " + why));
-    --queued;
-    return comm;
-  }
-};
 
 namespace {
 constexpr char kAffinitySep = '\x1f';  // between host id and CPU list in the init allgather
 }  // namespace
 
 Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
-                           std::unique_ptr<boot::StoreServer> server, const std::string& ns, Place place)
-    : cfg_(load_config()), rank_(rank), nranks_(nranks), place_(place), p2p_send_(nranks), p2p_recv_(nranks) {
+                           std::unique_ptr<boot::StoreServer> server, const std::string& ns, Place place,
+                           const core::Config* cfg)
+    : cfg_(cfg ? *cfg : load_config()), rank_(rank), nranks_(nranks), place_(place), p2p_send_(nranks), p2p_recv_(nranks) {
   log_set_rank(rank);
   log_configure(cfg_.debug);
-  const auto timeout = std::chrono::milliseconds(cfg_.timeout_s * 1000);
+  const auto timeout = std::chrono::milliseconds(cfg_.timeout_ms);
   boot_ = std::make_unique<boot::Bootstrap>(id, rank, nranks, timeout, std::move(server), ns);
 
   // Who shares this rank's host: shm and the shared segment there, the network across hosts.
@@ -160,7 +131,7 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   res_.paths = paths_.get();
   res_.stats = &stats_;
   res_.spin_us = cfg_.spin_us;
-  res_.timeout_ms = cfg_.timeout_s * 1000;
+  res_.timeout_ms = cfg_.timeout_ms;
   res_.check = cfg_.check;
   res_.smem = smem_.get();
   res_.peer_names = &peer_names_;
@@ -196,7 +167,7 @@ Communicator::~Communicator() {
   }
   // Peers may still be completing the last operation with this rank (shm reads our
   // memory until they are done): leave together, within the timeout.
-  if (!failed_.load() && boot_) {
+  if (!failed_.load() && !finalized_.load() && boot_) {
     try {
       std::lock_guard<std::mutex> lk(boot_mu_);
       boot_->barrier();
@@ -235,7 +206,7 @@ void Communicator::make_levels() {
   if (!cfg_.hier || topo_.nhosts() < 2 || !topo_.uniform() || topo_.local_size < 2) return;
   std::unique_ptr<Communicator> local = split(topo_.host, topo_.local_rank);
   std::unique_ptr<Communicator> cross = split(topo_.local_rank, topo_.host);
-  levels_ = std::make_unique<CommLevels>(topo_, cfg_.timeout_s * 1000, cfg_.hier_piece_bytes, std::move(local),
+  levels_ = std::make_unique<CommLevels>(topo_, cfg_.timeout_ms, cfg_.hier_piece_bytes, std::move(local),
                                          std::move(cross));
   res_.levels = levels_.get();
   tuner_->set_levels(true, topo_.blocked());
@@ -289,7 +260,7 @@ void Communicator::check_same_settings() {
                                                           ", rank " + std::to_string(r) + " has " + all[r]));
 }
 
-std::unique_ptr<Communicator> Communicator::split(int color, int key) {
+std::unique_ptr<Communicator> Communicator::split(int color, int key, const core::Config* cfg) {
   const std::string op = "split";
   if (color < 0 && color != DCCL_SPLIT_NOCOLOR)
     raise(dcclInvalidArgument, describe(rank_, op, "color " + std::to_string(color) +
@@ -336,7 +307,7 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key) {
     int rank;
     ~RestoreLogRank() { log_set_rank(rank); }
   } restore{rank_};
-  auto child = std::make_unique<Communicator>(id, new_n, new_rank, std::move(server), "", place_);
+  auto child = std::make_unique<Communicator>(id, new_n, new_rank, std::move(server), "", place_, cfg ? cfg : &cfg_);
   std::vector<std::string> names;
   for (const auto& m : members) names.push_back(peer_names_[static_cast<size_t>(m.second)]);
   child->set_peer_names(std::move(names));
@@ -381,173 +352,12 @@ void Communicator::record_error(const Error& e) {
   }
 }
 
-void Communicator::run_ticket(uint64_t ticket, std::span<const sched::Op> ops) {
-  log_set_rank(rank_);
-  struct Leave {
-    Communicator* c;
-    uint64_t ticket;
-    ~Leave() { c->leave(ticket); }
-  } leave{this, ticket};
-  {
-    std::unique_lock<std::mutex> lk(order_mu_);
-    auto ready = [&] { return turn_ == ticket || aborted_.load() || closing_; };
-    bool ok = ready() || order_cv_.wait_for(lk, std::chrono::seconds(cfg_.timeout_s), ready);
-    if (closing_) {
-      ++refused_;
-      raise(dcclInvalidUsage, describe(rank_, what_of(ops), std::string("refused: ") +
-                                                                 (aborted_.load() ? "dcclCommAbort" : "dcclCommDestroy") +
-                                                                 " was called while it waited for its turn"));
-    }
-    if (!ok)
-      raise(dcclTimeout, describe(rank_, "submit", "earlier operations on this communicator did not "
-                                                   "finish within DCCL_TIMEOUT_S"));
-    if (turn_ == ticket) running_ = ops;
-  }
-  if (aborted_.load()) raise(dcclInvalidUsage, describe(rank_, "submit", "communicator was aborted"));
-  if (async_code_.load() != dcclSuccess)
-    raise(async_code_.load(), describe(rank_, "submit", "communicator failed earlier: " + async_error_text()));
-  try {
-    sched::execute(res_, ops);
-  } catch (const Error& e) {
-    // A timeout waiting for a rank of this host usually means that rank is itself
-    // stuck on one further away (a host lost across the network): it times out
-    // about now and names the cause, so wait for that rather than blame it.
-    const std::string& me = peer_names_[static_cast<size_t>(rank_)];
-    const std::string here = me.substr(me.find(" on ")) + " (";
-    const bool echo_timeout = e.code() == dcclTimeout && topo_.nhosts() > 1 &&
-                              std::string(e.what()).find(here) != std::string::npos;
-    if (!failed_.load() && (e.code() == dcclRemoteError || e.code() == dcclSystemError || echo_timeout)) {
-      // A transport error here is often the echo of another rank's failure (its
-      // peers cancel or vanish): give the watcher a moment to bring the root cause.
-      auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(echo_timeout ? 1500 : 300);
-      while (!failed_.load() && std::chrono::steady_clock::now() < until)
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    if (failed_.load() && std::string(e.what()).find(failure_) == std::string::npos) {
-      Error root(failure_code_, describe(rank_, "operation", "stopped: " + failure_ + " (seen here as: " + e.what() + ")"));
-      record_error(root);
-      throw root;
-    }
-    record_error(e);
-    if (!failed_.load()) {  // this rank found the problem: stop everyone
-      watchdog_->announce(e.code(), e.what());
-      set_failed(e.code(), e.what());
-    }
-    throw;
-  }
-}
-
-void Communicator::leave(uint64_t ticket) {
-  // Notify under the lock: quiesce() waiting for the last one may free the cv.
-  std::lock_guard<std::mutex> lk(order_mu_);
-  if (ticket == turn_) {
-    running_ = {};
-    ++turn_;
-    for (auto it = std::find(skipped_.begin(), skipped_.end(), turn_); it != skipped_.end();
-         it = std::find(skipped_.begin(), skipped_.end(), turn_)) {
-      skipped_.erase(it);
-      ++turn_;
-    }
-  } else {
-    skipped_.push_back(ticket);  // left before its turn (refused, aborted, timed out)
-  }
-  --inside_;
-  order_cv_.notify_all();
-}
-
-uint64_t Communicator::take_ticket() {
-  std::lock_guard<std::mutex> lk(order_mu_);
-  ++inside_;
-  return next_ticket_++;
-}
-
-void Communicator::submit(std::vector<sched::Op> ops, sched::Stream* stream) {
-  if (!stream) {
-    run_ticket(take_ticket(), ops);
-    return;
-  }
-  std::shared_ptr<Gate> gate;
-  uint64_t ticket;
-  {
-    std::lock_guard<std::mutex> lk(order_mu_);
-    if (!gate_) gate_ = std::make_shared<Gate>(this, rank_);
-    gate = gate_;
-    std::lock_guard<std::mutex> g(gate->mu);
-    if (!gate->comm) raise(dcclInvalidUsage, describe(rank_, what_of(ops), "the communicator is being destroyed"));
-    ++gate->queued;
-    ++inside_;
-    ticket = next_ticket_++;
-  }
-  try {
-    stream->enqueue([gate, ticket, ops = std::move(ops)] { gate->enter(ops)->run_ticket(ticket, ops); });
-  } catch (...) {
-    {
-      std::lock_guard<std::mutex> g(gate->mu);
-      --gate->queued;
-    }
-    leave(ticket);
-    throw;
-  }
-}
-
-bool Communicator::quiesce() {
-  std::unique_lock<std::mutex> lk(order_mu_);
-  if (quiesced_) return true;
-  const bool first = !closing_;
-  const bool by_abort = aborted_.load();  // dcclCommAbort came first
-  const std::string fn = by_abort ? "dcclCommAbort" : "dcclCommDestroy";
-  if (first) {
-    closing_ = true;
-    uint64_t cancelled = 0;
-    if (gate_) {
-      std::lock_guard<std::mutex> g(gate_->mu);
-      cancelled = gate_->queued;
-      gate_->comm = nullptr;
-      gate_->why = std::string("the communicator was ") + (by_abort ? "aborted" : "destroyed") + " with " +
-                   std::to_string(cancelled) + " operation" + (cancelled == 1 ? "" : "s") +
-                   " still queued (synchronize its streams first)";
-    }
-    inside_ -= cancelled;
-    refused_ += cancelled;  // counted with the refused calls from here on
-    order_cv_.notify_all();
-    if (cancelled > 0) DCCL_INFO("%s: cancelled %" PRIu64 " queued operations", fn.c_str(), cancelled);
-  }
-  // The running submission is bounded by DCCL_TIMEOUT_S through its own waits;
-  // past that it is aborted, which stops its waits at once.
-  const auto bound = std::chrono::seconds(cfg_.timeout_s);
-  auto idle = [&] { return inside_ == 0; };
-  if (first && !order_cv_.wait_for(lk, bound, idle)) {
-    std::string what = running_.empty() ? "an operation" : what_of(running_);
-    lk.unlock();
-    stop(describe(rank_, fn, what + " was still running " + std::to_string(cfg_.timeout_s) +
-                                 " s (DCCL_TIMEOUT_S) after " + fn + " began: aborted it"));
-    lk.lock();
-  }
-  if (!order_cv_.wait_for(lk, bound, idle)) return false;
-  quiesced_ = true;
-  const uint64_t lost = refused_;
-  lk.unlock();
-  // The other ranks' matching calls would wait for this rank in vain: stop them now.
-  if (lost > 0 && !failed_.load()) {
-    announced_ = true;
-    stop("rank " + std::to_string(rank_) + (by_abort ? " aborted" : " destroyed") +
-         " the communicator with " + std::to_string(lost) + " operation" + (lost == 1 ? "" : "s") +
-         " still queued or waiting for their turn");
-  }
-  return true;
-}
-
-void Communicator::submit_one(const sched::Op& op, sched::Stream* stream) {
-  if (stream) return submit(std::vector<sched::Op>{op}, stream);
-  run_ticket(take_ticket(), std::span<const sched::Op>(&op, 1));
-}
-
 void Communicator::abort() { stop("rank " + std::to_string(rank_) + " aborted the communicator"); }
 
 void Communicator::stop(const std::string& text) {
   aborted_.store(true);
   if (levels_) levels_->abort();
-  if (!failed_.load() && watchdog_) watchdog_->announce(dcclRemoteError, text);
+  if (!failed_.load() && !finalized_.load() && watchdog_) watchdog_->announce(dcclRemoteError, text);
   set_failed(dcclRemoteError, text);
   std::lock_guard<std::mutex> lk(order_mu_);
   order_cv_.notify_all();

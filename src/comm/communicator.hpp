@@ -34,10 +34,11 @@ struct ProcessPlace {
 class Communicator {
  public:
   // Rendezvous through the store in `id`, open the transport, exchange addresses.
-  // `server` is the store this rank hosts (or null). Throws Error on failure.
+  // `server` is the store this rank hosts (or null). `cfg`: the settings (null: the
+  // environment's, load_config()). Throws Error on failure.
   using Place = ProcessPlace;
-  Communicator(const boot::UniqueIdData& id, int nranks, int rank,
-               std::unique_ptr<boot::StoreServer> server, const std::string& ns, Place place = {});
+  Communicator(const boot::UniqueIdData& id, int nranks, int rank, std::unique_ptr<boot::StoreServer> server,
+               const std::string& ns, Place place = {}, const core::Config* cfg = nullptr);
   ~Communicator();
 
   int rank() const { return rank_; }
@@ -53,7 +54,8 @@ class Communicator {
   // a negative color (DCCL_SPLIT_NOCOLOR) takes part and gets nullptr. The new
   // communicator has a store of its own, hosted by its rank 0, so it outlives
   // this one.
-  std::unique_ptr<Communicator> split(int color, int key);
+  // `cfg`: the child's settings (null: this communicator's).
+  std::unique_ptr<Communicator> split(int color, int key, const core::Config* cfg = nullptr);
   // How errors name each rank ("rank 3 on node7"); split() gives a child its
   // members' names here, so that errors name ranks as the application knows them.
   void set_peer_names(std::vector<std::string> names) { peer_names_ = std::move(names); }
@@ -78,12 +80,18 @@ class Communicator {
   // True once no submission is inside; false when one is still inside
   // DCCL_TIMEOUT_S after the abort (stuck in the provider).
   bool quiesce();
+  // dcclCommFinalize: lets every queued and running submission finish (within the
+  // timeout), refuses new ones, then meets the other ranks; the destructor is then
+  // local. Throws when work did not finish in time or a rank did not come.
+  void finalize();
+  bool finalized() const { return finalized_.load(); }
   dcclResult_t async_error() const { return async_code_.load(); }
   std::string async_error_text() const;
   dcclStats_t stats() const;
 
  private:
-  uint64_t take_ticket();  // the submission's place in this communicator's order
+  // The submission's place in this communicator's order; refused after finalize().
+  uint64_t take_ticket(std::span<const sched::Op> ops);
   void run_ticket(uint64_t ticket, std::span<const sched::Op> ops);
   void leave(uint64_t ticket);  // the submission is out of this communicator
   // Fails in-flight and later work with `text`, and tells the other ranks.
@@ -130,6 +138,8 @@ class Communicator {
   uint64_t refused_ = 0;       // calls refused while waiting for their turn at quiesce()
   bool closing_ = false;       // quiesce() began: waiting calls are refused
   bool quiesced_ = false;
+  bool finalizing_ = false;    // finalize() began: new submissions are refused
+  std::atomic<bool> finalized_{false};
   bool announced_ = false;     // quiesce() told the other ranks of cancelled work (nothing was in flight)
   // Queued stream work reaches this communicator through its gate, which quiesce()
   // closes: cancelled work then fails on its stream without touching this object.

@@ -103,6 +103,11 @@ void CommLevels::divide(void* buf, size_t count, dcclDataType_t dt, int n) {
   be.wait(be.avg_async(buf, count, dt, n), timeout_ms_);
 }
 
+void CommLevels::finalize() {
+  local_->finalize();
+  cross_->finalize();
+}
+
 void CommLevels::abort() {
   local_->abort();
   cross_->abort();

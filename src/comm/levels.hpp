@@ -37,6 +37,7 @@ class CommLevels final : public coll::Levels {
   void* temp(size_t bytes, const void* like) override;
 
   void abort();
+  void finalize();  // both sub-communicators (see Communicator::finalize)
   // The sub-communicators' data-path counters (not their operation counts).
   void add_stats(dcclStats_t* s) const;
 

@@ -67,11 +67,13 @@ Watchdog::Watchdog(const boot::UniqueIdData& id, int rank, int nranks, const std
   });
 }
 
-Watchdog::~Watchdog() {
+Watchdog::~Watchdog() { stop(); }
+
+void Watchdog::stop() {
   release();
   stopping_.store(true);
   watch_->interrupt();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 void Watchdog::announce(dcclResult_t code, const std::string& text) {

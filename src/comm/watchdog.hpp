@@ -30,6 +30,9 @@ class Watchdog {
   void announce(dcclResult_t code, const std::string& text);
   // Graceful exit: this rank's leaving is not a failure.
   void release();
+  // Releases and ends the watch (the destructor; dcclCommFinalize earlier): the
+  // store may then go without this rank calling it a failure.
+  void stop();
 
  private:
   boot::Bootstrap& boot_;

@@ -1,6 +1,7 @@
 #include "core/config.hpp"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <string>
@@ -100,6 +101,21 @@ void assign(uint64_t& f, const std::string& v, const char* n) {
 void assign(bool& f, const std::string& v, const char* n) { f = parse_bool(v, n); }
 }  // namespace
 
+std::string seconds_text(int64_t ms) {
+  char buf[40];
+  if (ms % 1000 == 0)
+    snprintf(buf, sizeof(buf), "%lld s", static_cast<long long>(ms / 1000));
+  else
+    snprintf(buf, sizeof(buf), "%g s", static_cast<double>(ms) / 1000.0);
+  return buf;
+}
+
+std::string timeout_text(const Config& c) {
+  std::string t = seconds_text(c.timeout_ms);
+  t.append(" (").append(c.timeout_from).push_back(')');
+  return t;
+}
+
 const ConfigRange* config_range(const std::string& name) {
   for (const ConfigRange& r : kRanges)
     if (name == r.name) return &r;
@@ -122,6 +138,7 @@ Config load_config() {
     raise(dcclInvalidArgument, "DCCL_DEBUG=" + c.debug + " is not a log level: use NONE, WARN, INFO or TRACE");
   if (c.peer_direct != "auto" && c.peer_direct != "0" && c.peer_direct != "1")
     raise(dcclInvalidArgument, "DCCL_PEER_DIRECT=" + c.peer_direct + " is not auto, 1 or 0");
+  c.timeout_ms = c.timeout_s * 1000;
   return c;
 }
 
@@ -136,6 +153,7 @@ const Config& config() {
 #define X(field, name, type, def, help) assign(d.field, def, name);
       DCCL_CONFIG_TABLE(X)
 #undef X
+      d.timeout_ms = d.timeout_s * 1000;
       return d;
     }
   }();

@@ -34,7 +34,16 @@ struct Config {
 #define X(field, name, type, def, help) DCCL_CFG_FIELD_##type field{};
   DCCL_CONFIG_TABLE(X)
 #undef X
+  // Every blocking wait's bound: timeout_s in ms, unless a communicator's
+  // dcclConfig_t set it; timeout_from names where it came from, for messages.
+  int64_t timeout_ms = 0;
+  const char* timeout_from = "DCCL_TIMEOUT_S";
 };
+
+// "600 s (DCCL_TIMEOUT_S)", "1.5 s (dcclConfig_t.timeoutMs)": a bound as errors state it.
+std::string timeout_text(const Config& c);
+// Milliseconds as seconds: "600 s", "1.5 s", "0.25 s".
+std::string seconds_text(int64_t ms);
 
 // Read from the environment once per call; throws Error(dcclInvalidArgument) on a
 // bad value (unparsable, outside its range, an unknown DCCL_DEBUG level), naming the setting.
