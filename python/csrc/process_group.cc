@@ -1,10 +1,8 @@
 // ProcessGroupDCCL: rendezvous through the c10d store, the queue, and the
 // operations on one tensor (allreduce, broadcast, reduce, send, recv, barrier).
 // The operations between lists of tensors are in exchange.cc.
-#include <cmath>
-#include <cstdlib>
+#include <climits>
 #include <cstring>
-#include <optional>
 #include <stdexcept>
 
 #include "backend.hpp"
@@ -17,27 +15,12 @@ namespace {
 // (PyTorch hands each group a PrefixStore of its own).
 constexpr const char* kIdKey = "torch_dccl/unique_id";
 
-// DCCL_TIMEOUT_S set for the duration of one dcclCommInitRank, which reads it
-// into the new communicator's settings; the previous value is put back.
-// Temporary: dcclCommInitRankConfig's timeoutMs replaces it.
-class ScopedTimeoutEnv {
- public:
-  explicit ScopedTimeoutEnv(std::chrono::milliseconds timeout) {
-    if (const char* v = std::getenv("DCCL_TIMEOUT_S")) old_ = std::string(v);
-    const long long ms = timeout.count();
-    long long s = (ms + 999) / 1000;
-    if (s < 1) s = 1;
-    if (s > 31536000) s = 31536000;  // DirectCCL's upper bound: one year
-    setenv("DCCL_TIMEOUT_S", std::to_string(s).c_str(), 1);
-  }
-  ~ScopedTimeoutEnv() {
-    if (old_) setenv("DCCL_TIMEOUT_S", old_->c_str(), 1);
-    else unsetenv("DCCL_TIMEOUT_S");
-  }
-
- private:
-  std::optional<std::string> old_;
-};
+// The communicator's bound on every blocking wait: the group's timeout, in
+// milliseconds, within what dcclConfig_t.timeoutMs holds.
+int timeout_ms(std::chrono::milliseconds timeout) {
+  const long long ms = timeout.count();
+  return ms > INT_MAX ? INT_MAX : static_cast<int>(ms);
+}
 
 }  // namespace
 
@@ -72,12 +55,11 @@ ProcessGroupDCCL::ProcessGroupDCCL(const c10::intrusive_ptr<c10d::Store>& store,
                                                                 " bytes, expected " + std::to_string(sizeof id.internal)));
     std::memcpy(id.internal, v.data(), v.size());
   }
-  dcclResult_t r;
-  {
-    ScopedTimeoutEnv env(timeout_);
-    r = dcclCommInitRank(&comm_, size, id, rank);
-  }
-  if (r != dcclSuccess) throw std::runtime_error(describe(rank, size, "init: dcclCommInitRank", dccl_text(r, nullptr)));
+  dcclConfig_t config = DCCL_CONFIG_INITIALIZER;
+  config.timeoutMs = timeout_ms(timeout_);
+  const dcclResult_t r = dcclCommInitRankConfig(&comm_, size, id, rank, &config);
+  if (r != dcclSuccess)
+    throw std::runtime_error(describe(rank, size, "init: dcclCommInitRankConfig", dccl_text(r, nullptr)));
   worker_ = std::make_unique<Worker>();
   init();
 }

@@ -1,4 +1,5 @@
 // The execution side of the backend: the worker thread and the Work it completes.
+#include <algorithm>
 #include <stdexcept>
 
 #include "backend.hpp"
@@ -24,9 +25,12 @@ WorkDCCL::WorkDCCL(int rank, int size, c10d::OpType type, std::string op, std::v
 WorkDCCL::~WorkDCCL() = default;
 
 bool WorkDCCL::wait(std::chrono::milliseconds timeout) {
-  // kNoTimeout (0) means "the group's timeout": no wait is unbounded.
+  // kNoTimeout (0) means the group's timeout, which also bounds the DirectCCL
+  // call itself: a little grace lets that call's error, which names the cause
+  // (the peer waited for, a count mismatch), arrive before this one. No wait
+  // is unbounded; a timeout given to wait() is kept exactly.
   const bool own = timeout == kNoTimeout;
-  const auto limit = own ? timeout_ : timeout;
+  const auto limit = own ? timeout_ + std::min(timeout_ / 4, std::chrono::milliseconds(1000)) : timeout;
   std::unique_lock<std::mutex> lk(mutex_);
   if (!cv_.wait_for(lk, limit, [&] { return completed_; })) {
     std::string why = "not complete after ";
