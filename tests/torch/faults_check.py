@@ -76,9 +76,9 @@ def run_rank(rank, n, port):
     last = n - 1
 
     # Mismatched shapes: DirectCCL's messages carry their length, so a receive
-    # never matches a send of another length; every rank fails. (The one-host
-    # shared-memory allreduce, allgather and reduce-scatter do not compare
-    # lengths: docs/pytorch.md.)
+    # never matches a send of another length; the receivers fail. (The one-host
+    # shared-memory all_reduce up to 64 KiB does not compare lengths:
+    # docs/pytorch.md.)
     g = dist.new_group(backend="dccl", timeout=sec(2))
     t = torch.ones(1000 + 7 * rank)
     if rank == 0:  # the root's sends may complete unmatched (eager): only receivers must fail
@@ -87,6 +87,11 @@ def run_rank(rank, n, port):
         timed_error(c, "mismatched broadcast", lambda: dist.broadcast(t, src=0, group=g), 2 + SLACK_S,
                     "broadcast")
     dist.barrier()  # every rank is done with the failed group before the next group's init
+    g = dist.new_group(backend="dccl", timeout=sec(2))
+    k = 1000 + 7 * rank
+    timed_error(c, "mismatched all_gather_into_tensor", lambda: dist.all_gather_into_tensor(
+        torch.empty(n * k), torch.ones(k), group=g), 2 + SLACK_S, "all_gather_into_tensor")
+    dist.barrier()
     g = dist.new_group(backend="dccl", timeout=sec(2))
     sends = [3 if rank == 1 else 2] * n  # rank 1 sends 3 rows where 2 are expected
     timed_error(c, "mismatched all_to_all_single", lambda: dist.all_to_all_single(
@@ -122,6 +127,7 @@ def run_rank(rank, n, port):
         sys.stdout.flush()
         os.kill(os.getpid(), signal.SIGKILL)
     timed_error(c, "killed peer", lambda: [dist.all_reduce(t) for _ in range(100)], 30 + SLACK_S, "all_reduce")
+    timed_error(c, "the failed group's next call", lambda: dist.broadcast(t, src=0), 1.0, "exited")
     t0 = time.monotonic()
     dist.destroy_process_group()
     took = time.monotonic() - t0
