@@ -84,6 +84,7 @@ def main():
     ap.add_argument("--batch", type=int, default=32, help="samples per rank and step")
     ap.add_argument("--hidden", type=int, default=128)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--lr", type=float, default=0.1)
     args = ap.parse_args()
     if args.backend == "dccl":
         import torch_dccl  # noqa: F401  registers the backend
@@ -91,7 +92,7 @@ def main():
     rank = dist.get_rank()
     log = (lambda s: print(s, flush=True)) if rank == 0 else None
     t0 = time.perf_counter()
-    _, accuracy, _ = train(epochs=args.epochs, batch=args.batch, hidden=args.hidden, seed=args.seed, log=log)
+    _, accuracy, _ = train(epochs=args.epochs, batch=args.batch, lr=args.lr, hidden=args.hidden, seed=args.seed, log=log)
     if rank == 0:
         print(f"{args.backend}: {dist.get_world_size()} ranks, {args.epochs} epochs in "
               f"{time.perf_counter() - t0:.2f} s, test accuracy {accuracy:.4f}", flush=True)
