@@ -1,6 +1,8 @@
 // ProcessGroupDCCL: rendezvous through the c10d store, the queue, and the
 // operations on one tensor (allreduce, broadcast, reduce, send, recv, barrier).
 // The operations between lists of tensors are in exchange.cc.
+#include <Python.h>  // first, as Python asks
+
 #include <climits>
 #include <cstring>
 #include <stdexcept>
@@ -65,8 +67,14 @@ ProcessGroupDCCL::ProcessGroupDCCL(const c10::intrusive_ptr<c10d::Store>& store,
 }
 
 ProcessGroupDCCL::~ProcessGroupDCCL() {
+  // The last reference usually goes from Python, with the GIL held; a Python
+  // callback on one of this group's futures (fut.then) runs on the worker and
+  // takes the GIL, so joining the worker with the GIL held could deadlock.
+  PyThreadState* released = nullptr;
+  if (Py_IsInitialized() && PyGILState_Check()) released = PyEval_SaveThread();
   worker_.reset();  // runs what is queued, then joins: nothing uses comm_ after this
   if (comm_) dcclCommDestroy(comm_);
+  if (released) PyEval_RestoreThread(released);
 }
 
 std::chrono::milliseconds ProcessGroupDCCL::bound(std::chrono::milliseconds opt) const {

@@ -10,6 +10,8 @@ communicator does not hide the next check:
   - a missing peer: the ranks that called raise within the timeout;
   - Work.wait(timeout) raises after its own timeout, not the group's, and a
     later wait() still gets the result once the late rank has joined;
+  - dropping a group with an operation pending and a Python callback on its
+    Future neither deadlocks nor loses the callback;
   - a killed rank (SIGKILL): the others' next all_reduce raises within the
     timeout, naming rank and operation; they then leave cleanly.
 The launcher passes when the last rank died of SIGKILL and every other rank
@@ -118,6 +120,25 @@ def run_rank(rank, n, port):
         c.true("wait(0.5 s) waited its timeout", took is not None and took >= 0.45)
         c.true("late rank joined: wait() succeeds", w.wait())
     c.same("all_reduce with a late rank", t, torch.full((8,), float(n * (n + 1) // 2)))
+
+    # Dropping a group whose operation is pending with a Python callback on its
+    # Future: the callback (which takes the GIL on the group's worker) runs, and
+    # the group goes once the late rank has joined; no deadlock.
+    g = dist.new_group(backend="dccl", timeout=sec(20))
+    t = torch.full((4,), float(rank + 1))
+    ran = []
+    if rank == last:
+        time.sleep(1.0)
+    fut = dist.all_reduce(t, group=g, async_op=True).get_future().then(lambda f: ran.append(f.value()[0].sum().item()))
+    t0 = time.monotonic()
+    dist.destroy_process_group(g)
+    del g  # the last reference: the group's destructor joins its worker
+    took = time.monotonic() - t0
+    print(f"rank {rank}: group dropped with a pending callback in {took:.2f} s", flush=True)
+    c.true(f"group dropped with a pending callback in {took:.2f} s", took < 10)
+    c.true("its callback ran with the sum", ran == [4.0 * n * (n + 1) / 2])
+    del fut
+    dist.barrier()
 
     # A killed rank: the world group's next operation fails on the others.
     t = torch.ones(1 << 16)
