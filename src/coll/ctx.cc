@@ -2,8 +2,10 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <vector>
 
 #include "kernels/reduce.hpp"
 #include "coll/scratch.hpp"
@@ -187,6 +189,29 @@ void Ctx::finish_avg(void* buf, size_t count) {
     return;
   }
   in_.backend->wait(in_.backend->avg_async(buf, count, in_.dt, in_.nranks), in_.timeout_ms);
+}
+
+void Ctx::scale(void* dst, const void* src, size_t count, const void* scalar) {
+  if (count == 0) return;
+  // Multiplies by a block of factors (the scalar repeated) with the product kernel,
+  // so that every datatype rounds as the reductions do.
+  const size_t es = esize_, block = std::min<size_t>(count, 4096);
+  std::vector<char> factors(block * es);
+  for (size_t i = 0; i < block; ++i) memcpy(factors.data() + i * es, scalar, es);
+  char* d = static_cast<char*>(dst);
+  const char* s = static_cast<const char*>(src);
+  if (in_.backend == nullptr || in_.backend->kind() == mem::Kind::Host) {
+    for (size_t off = 0; off < count; off += block)
+      kernels::reduce(d + off * es, s + off * es, factors.data(), std::min(block, count - off), in_.dt, dcclProd);
+    return;
+  }
+  void* dev = scratch(block * es);
+  mem::Backend& be = *in_.backend;
+  be.wait(be.copy_async(dev, factors.data(), block * es), in_.timeout_ms);
+  mem::Ticket last = 0;  // the backend completes its work in order: wait for the last
+  for (size_t off = 0; off < count; off += block)
+    last = be.reduce_async(d + off * es, s + off * es, dev, std::min(block, count - off), in_.dt, dcclProd);
+  be.wait(last, in_.timeout_ms);
 }
 
 void* Ctx::scratch(size_t bytes) { return in_.scratch->take(bytes); }

@@ -103,6 +103,9 @@ class Ctx {
   void reduce(void* dst, const void* a, const void* b, size_t count);
   void copy(void* dst, const void* src, size_t bytes);
   void finish_avg(void* buf, size_t count);
+  // dst[i] = src[i] * scalar (one element of this operation's datatype, in host
+  // memory) for i < count: a PreMulSum's input. dst is scratch of src's memory kind.
+  void scale(void* dst, const void* src, size_t count, const void* scalar);
   // Scratch of the buffers' memory kind, valid until the operation ends.
   void* scratch(size_t bytes);
 
