@@ -9,6 +9,7 @@
 
 #include "kernels/reduce.hpp"
 #include "coll/scratch.hpp"
+#include "core/backoff.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "core/types.hpp"
@@ -118,8 +119,8 @@ bool Ctx::poll(Xfer& x) {
 
 size_t Ctx::wait_any(Xfer* const* xs, size_t n) {
   auto start = Clock::now();
-  auto spin_until = start + std::chrono::microseconds(in_.spin_us);
   auto deadline = start + std::chrono::milliseconds(in_.timeout_ms);
+  core::Backoff backoff(in_.spin_us, start);
   for (unsigned iter = 0;; ++iter) {
     bool any_active = false;
     for (size_t i = 0; i < n; ++i) {
@@ -146,7 +147,7 @@ size_t Ctx::wait_any(Xfer* const* xs, size_t n) {
                                          "timed out after " + core::seconds_text(in_.timeout_ms) +
                                              " waiting for " + pending));
       }
-      if (now > spin_until) sched_yield();
+      backoff.idle(now);  // past the spin budget: yield, then nap
     }
   }
 }
