@@ -5,6 +5,7 @@
 #include <string>
 
 #include "coll/ctx.hpp"
+#include "core/cpu.hpp"
 #include "core/error.hpp"
 #include "net/shm_segment.hpp"
 
@@ -18,7 +19,7 @@ template <class Pred>
 void smem_await(Ctx& c, const char* what, int peer, Pred pred) {
   const unsigned every = c.spin_us() > 0 ? 32 : 1;
   for (unsigned i = 1; !pred(); ++i) {
-    __builtin_ia32_pause();
+    core::cpu_relax();
     if (i % every == 0) {
       sched_yield();
       if ((i & 255) == 0) c.check_deadline(what, peer);
