@@ -5,9 +5,7 @@
 # works for any P, whatever CMAKE_INSTALL_PREFIX was at configure time.
 include(CMakePackageConfigHelpers)
 
-install(TARGETS dccl EXPORT DirectCCLTargets
-        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS dccl EXPORT DirectCCLTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/dccl DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
 set(dccl_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/DirectCCL)
