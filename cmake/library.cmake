@@ -18,7 +18,7 @@ list(FILTER DCCL_SOURCES EXCLUDE REGEX "/src/mem/cuda/")
 
 add_library(dccl_objects OBJECT ${DCCL_SOURCES})
 target_include_directories(dccl_objects PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
-target_compile_options(dccl_objects PRIVATE ${DCCL_WARN} ${DCCL_ARCH_FLAGS})
+target_compile_options(dccl_objects PRIVATE ${DCCL_WARN} ${DCCL_ARCH_OPTIONS})
 target_compile_definitions(dccl_objects PRIVATE DCCL_VERSION_STRING="${PROJECT_VERSION}")
 target_link_libraries(dccl_objects PRIVATE PkgConfig::FABRIC Threads::Threads)
 set_target_properties(dccl_objects PROPERTIES C_VISIBILITY_PRESET hidden CXX_VISIBILITY_PRESET hidden
