@@ -8,6 +8,7 @@
 
 #include "coll/ctx.hpp"
 #include "core/backoff.hpp"
+#include "core/cpu.hpp"
 #include "core/error.hpp"
 #include "net/shm_segment.hpp"
 

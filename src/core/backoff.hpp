@@ -12,16 +12,8 @@
 #include <chrono>
 #include <cstdint>
 
-namespace dccl::core {
 
-// A spin-wait hint to the CPU (pause on x86, yield on Arm); nothing elsewhere.
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield" ::: "memory");
-#endif
-}
+namespace dccl::core {
 
 class Backoff {
  public:

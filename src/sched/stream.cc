@@ -4,7 +4,7 @@
 
 #include <chrono>
 
-#include "core/backoff.hpp"
+#include "core/cpu.hpp"
 
 namespace dccl::sched {
 
