@@ -1,0 +1,92 @@
+// Tensors as DirectCCL sees them: checks, dtype and reduction mapping, and
+// contiguous buffers for tensors that are not.
+#include <stdexcept>
+
+#include "backend.hpp"
+
+namespace torch_dccl {
+
+namespace {
+
+[[noreturn]] void fail(int rank, int size, const std::string& op, const std::string& cause) {
+  throw std::runtime_error(describe(rank, size, op, cause));
+}
+
+std::string dtype_name(const at::Tensor& t) { return std::string(c10::toString(t.scalar_type())); }
+
+}  // namespace
+
+dcclDataType_t reduce_type(const at::Tensor& t, int rank, int size, const std::string& op) {
+  switch (t.scalar_type()) {
+    case at::kChar: return dcclInt8;
+    case at::kByte: return dcclUint8;
+    case at::kBool: return dcclUint8;  // 0/1 bytes; reduce_op() allows MIN, MAX and PRODUCT only
+    case at::kInt: return dcclInt32;
+    case at::kLong: return dcclInt64;
+    case at::kHalf: return dcclFloat16;
+    case at::kFloat: return dcclFloat32;
+    case at::kDouble: return dcclFloat64;
+    case at::kBFloat16: return dcclBfloat16;
+    default:
+      fail(rank, size, op,
+           "dtype " + dtype_name(t) +
+               " cannot be reduced by DirectCCL (reductions take int8, uint8, int32, int64, float16, "
+               "bfloat16, float32, float64, and bool with MIN, MAX or PRODUCT)");
+  }
+}
+
+dcclRedOp_t reduce_op(const c10d::ReduceOp& op, const at::Tensor& t, int rank, int size, const std::string& name) {
+  const bool is_bool = t.scalar_type() == at::kBool;
+  switch (op.op_) {
+    case c10d::ReduceOp::SUM:
+      if (is_bool) fail(rank, size, name, "SUM of bool tensors is refused (a sum over ranks leaves bool's 0/1 range); MAX is a logical or, MIN a logical and");
+      return dcclSum;
+    case c10d::ReduceOp::AVG:
+      if (is_bool) fail(rank, size, name, "AVG of bool tensors is refused (MAX is a logical or, MIN a logical and)");
+      return dcclAvg;
+    case c10d::ReduceOp::PRODUCT: return dcclProd;
+    case c10d::ReduceOp::MIN: return dcclMin;
+    case c10d::ReduceOp::MAX: return dcclMax;
+    case c10d::ReduceOp::BAND: fail(rank, size, name, "ReduceOp.BAND is not supported by DirectCCL (SUM, PRODUCT, MIN, MAX, AVG)");
+    case c10d::ReduceOp::BOR: fail(rank, size, name, "ReduceOp.BOR is not supported by DirectCCL (SUM, PRODUCT, MIN, MAX, AVG)");
+    case c10d::ReduceOp::BXOR: fail(rank, size, name, "ReduceOp.BXOR is not supported by DirectCCL (SUM, PRODUCT, MIN, MAX, AVG)");
+    case c10d::ReduceOp::PREMUL_SUM:
+      fail(rank, size, name, "ReduceOp.PREMUL_SUM is not supported by DirectCCL (SUM, PRODUCT, MIN, MAX, AVG)");
+    default: fail(rank, size, name, "unknown ReduceOp " + std::to_string(static_cast<int>(op.op_)));
+  }
+}
+
+void check_tensor(const at::Tensor& t, int rank, int size, const std::string& op) {
+  if (!t.defined()) fail(rank, size, op, "undefined tensor");
+  if (!t.device().is_cpu())
+    fail(rank, size, op,
+         "tensor on " + t.device().str() +
+             ": the dccl backend takes CPU tensors only (move the tensor to the CPU, or use another backend "
+             "for device tensors)");
+  if (t.layout() != at::kStrided) fail(rank, size, op, "sparse or other non-strided tensors are not supported");
+}
+
+const at::Tensor& single(const std::vector<at::Tensor>& ts, int rank, int size, const std::string& op) {
+  if (ts.size() != 1)
+    fail(rank, size, op, "expects exactly one tensor per process, got " + std::to_string(ts.size()));
+  check_tensor(ts[0], rank, size, op);
+  return ts[0];
+}
+
+void check_same(const at::Tensor& a, const at::Tensor& b, bool same_numel, int rank, int size,
+                const std::string& op, const std::string& what) {
+  check_tensor(b, rank, size, op);
+  if (a.scalar_type() != b.scalar_type())
+    fail(rank, size, op, what + " has dtype " + dtype_name(b) + ", the input " + dtype_name(a));
+  if (same_numel && a.numel() != b.numel())
+    fail(rank, size, op,
+         what + " has " + std::to_string(b.numel()) + " elements, the input " + std::to_string(a.numel()));
+}
+
+Dense::Dense(const at::Tensor& t) : orig_(t), buf_(t.is_contiguous() ? t : t.contiguous()) {}
+
+void Dense::finish() {
+  if (!buf_.is_same(orig_)) orig_.copy_(buf_);
+}
+
+}  // namespace torch_dccl

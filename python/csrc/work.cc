@@ -1,0 +1,100 @@
+// The execution side of the backend: the worker thread and the Work it completes.
+#include <algorithm>
+#include <stdexcept>
+
+#include "backend.hpp"
+
+namespace torch_dccl {
+
+std::string describe(int rank, int size, const std::string& op, const std::string& cause) {
+  std::string s = "torch_dccl rank ";
+  s.append(std::to_string(rank)).append("/").append(std::to_string(size));
+  s.append(": ").append(op).append(": ").append(cause);
+  return s;
+}
+
+WorkDCCL::WorkDCCL(int rank, int size, c10d::OpType type, std::string op, std::vector<at::Tensor> outputs,
+                   std::chrono::milliseconds timeout)
+    : c10d::Work(rank, type),
+      size_(size),
+      op_(std::move(op)),
+      outputs_(std::move(outputs)),
+      timeout_(timeout),
+      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
+
+WorkDCCL::~WorkDCCL() = default;
+
+bool WorkDCCL::wait(std::chrono::milliseconds timeout) {
+  // kNoTimeout (0) means the group's timeout, which also bounds the DirectCCL
+  // call itself: a little grace lets that call's error, which names the cause
+  // (the peer waited for, a count mismatch), arrive before this one. No wait
+  // is unbounded; a timeout given to wait() is kept exactly.
+  const bool own = timeout == kNoTimeout;
+  const auto limit = own ? timeout_ + std::min(timeout_ / 4, std::chrono::milliseconds(1000)) : timeout;
+  std::unique_lock<std::mutex> lk(mutex_);
+  if (!cv_.wait_for(lk, limit, [&] { return completed_; })) {
+    std::string why = "not complete after ";
+    why.append(std::to_string(limit.count())).append(" ms (");
+    why.append(own ? "the process group's timeout" : "the timeout given to wait");
+    why.append("); a peer may be missing or slow, and the operation is still queued or running");
+    throw std::runtime_error(describe(rank_, size_, op_, why));
+  }
+  if (exception_) std::rethrow_exception(exception_);
+  return true;
+}
+
+std::vector<at::Tensor> WorkDCCL::result() { return outputs_; }
+
+c10::intrusive_ptr<c10::ivalue::Future> WorkDCCL::getFuture() { return future_; }
+
+void WorkDCCL::complete(std::exception_ptr error) {
+  finish(error);  // completed_, exception_, and wakes wait()
+  if (error) {
+    future_->setError(error);
+  } else {
+    future_->markCompleted(c10::IValue(outputs_));
+  }
+}
+
+Worker::Worker() : thread_([this] { loop(); }) {}
+
+Worker::~Worker() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void Worker::post(c10::intrusive_ptr<WorkDCCL> work, std::function<void()> body) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    jobs_.push_back(Job{std::move(work), std::move(body)});
+  }
+  cv_.notify_one();
+}
+
+void Worker::loop() {
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock<std::mutex> lk(mu_);
+      // Waits for the next job without a bound: the worker owns no blocking
+      // call of its own; every job's DirectCCL calls are bounded by the timeout.
+      cv_.wait(lk, [&] { return stop_ || !jobs_.empty(); });
+      if (jobs_.empty()) return;  // stop_ and nothing left
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    std::exception_ptr error;
+    try {
+      job.body();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    job.work->complete(error);
+  }
+}
+
+}  // namespace torch_dccl

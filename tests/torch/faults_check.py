@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Errors that involve peers surface as Python exceptions within the timeout.
+
+    faults_check.py N      starts N ranks (N >= 2) of itself, rendezvous tcp://
+
+Not under torchrun: its agent ends every rank when one dies, and one rank here
+dies on purpose. Each failure gets a dccl group of its own, so one broken
+communicator does not hide the next check:
+  - mismatched shapes: every rank raises within its group's timeout;
+  - a missing peer: the ranks that called raise within the timeout;
+  - Work.wait(timeout) raises after its own timeout, not the group's, and a
+    later wait() still gets the result once the late rank has joined;
+  - a killed rank (SIGKILL): the others' next all_reduce raises within the
+    timeout, naming rank and operation; they then leave cleanly.
+The launcher passes when the last rank died of SIGKILL and every other rank
+exited 0 with all its checks passed, within its overall bound.
+"""
+import datetime
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+SLACK_S = 3.0  # on top of a timeout: process scheduling on a loaded 2-core machine
+
+
+def launch(n):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    procs = [subprocess.Popen([sys.executable, __file__, "--rank", str(r), str(n), str(port)]) for r in range(n)]
+    deadline = time.monotonic() + 150
+    codes = []
+    for p in procs:
+        try:
+            codes.append(p.wait(timeout=max(1.0, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            codes.append("hung")
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    want = [0] * (n - 1) + [-signal.SIGKILL]
+    print(f"faults_check: exit codes {codes}, expected {want}", flush=True)
+    return 0 if codes == want else 1
+
+
+def timed_error(c, name, fn, bound_s, text):
+    """fn() raises RuntimeError containing text (and this rank) within bound_s seconds."""
+    t0 = time.monotonic()
+    try:
+        fn()
+    except RuntimeError as e:
+        took = time.monotonic() - t0
+        msg = str(e).split("\n")[0]
+        print(f"rank {c.rank}: {name}: raised after {took:.2f} s: {msg}", flush=True)
+        c.true(f"{name} within {bound_s:.1f} s (took {took:.2f})", took <= bound_s)
+        c.true(f"{name} names the rank and {text!r}", f"rank {c.rank}/" in msg and text in msg)
+        return took
+    c.true(f"{name} raised", False)
+    return None
+
+
+def run_rank(rank, n, port):
+    import torch
+    import torch.distributed as dist
+
+    import torch_dccl  # noqa: F401
+    from reference import Checker
+
+    sec = lambda s: datetime.timedelta(seconds=s)  # noqa: E731
+    dist.init_process_group("dccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=n, timeout=sec(30))
+    c = Checker(rank)
+    last = n - 1
+
+    # Mismatched shapes: DirectCCL's messages carry their length, so a receive
+    # never matches a send of another length; the receivers fail. (The one-host
+    # shared-memory all_reduce up to 64 KiB does not compare lengths:
+    # docs/pytorch.md.)
+    g = dist.new_group(backend="dccl", timeout=sec(2))
+    t = torch.ones(1000 + 7 * rank)
+    if rank == 0:  # the root's sends may complete unmatched (eager): only receivers must fail
+        dist.broadcast(t, src=0, group=g)
+    else:
+        timed_error(c, "mismatched broadcast", lambda: dist.broadcast(t, src=0, group=g), 2 + SLACK_S,
+                    "broadcast")
+    dist.barrier()  # every rank is done with the failed group before the next group's init
+    g = dist.new_group(backend="dccl", timeout=sec(2))
+    k = 1000 + 7 * rank
+    timed_error(c, "mismatched all_gather_into_tensor", lambda: dist.all_gather_into_tensor(
+        torch.empty(n * k), torch.ones(k), group=g), 2 + SLACK_S, "all_gather_into_tensor")
+    dist.barrier()
+    g = dist.new_group(backend="dccl", timeout=sec(2))
+    sends = [3 if rank == 1 else 2] * n  # rank 1 sends 3 rows where 2 are expected
+    timed_error(c, "mismatched all_to_all_single", lambda: dist.all_to_all_single(
+        torch.empty(2 * n, 3), torch.ones(sum(sends), 3), input_split_sizes=sends,
+        output_split_sizes=[2] * n, group=g), 2 + SLACK_S, "all_to_all_single")
+    dist.barrier()
+
+    # A missing peer: the last rank does not call; the others time out.
+    g = dist.new_group(backend="dccl", timeout=sec(2))
+    if rank != last:
+        timed_error(c, "missing peer", lambda: dist.all_reduce(torch.ones(16), group=g), 2 + SLACK_S, "all_reduce")
+    dist.barrier()
+
+    # wait(timeout) is bounded by its own timeout; the operation still completes.
+    g = dist.new_group(backend="dccl", timeout=sec(20))
+    t = torch.full((8,), float(rank + 1))
+    if rank == last:
+        time.sleep(2.5)
+        dist.all_reduce(t, group=g)
+    else:
+        w = dist.all_reduce(t, group=g, async_op=True)
+        took = timed_error(c, "wait(0.5 s)", lambda: w.wait(datetime.timedelta(milliseconds=500)), 0.5 + 1.0,
+                           "not complete after 500 ms")
+        c.true("wait(0.5 s) waited its timeout", took is not None and took >= 0.45)
+        c.true("late rank joined: wait() succeeds", w.wait())
+    c.same("all_reduce with a late rank", t, torch.full((8,), float(n * (n + 1) // 2)))
+
+    # A killed rank: the world group's next operation fails on the others.
+    t = torch.ones(1 << 16)
+    dist.all_reduce(t)
+    c.same("all_reduce before the kill", t, torch.full((1 << 16,), float(n)))
+    if rank == last:
+        sys.stdout.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
+    timed_error(c, "killed peer", lambda: [dist.all_reduce(t) for _ in range(100)], 30 + SLACK_S, "all_reduce")
+    timed_error(c, "the failed group's next call", lambda: dist.broadcast(t, src=0), 1.0, "exited")
+    t0 = time.monotonic()
+    dist.destroy_process_group()
+    took = time.monotonic() - t0
+    print(f"rank {rank}: destroy_process_group after the kill took {took:.2f} s", flush=True)
+    c.true("destroy_process_group within the timeout", took <= 30 + SLACK_S)
+    return c.finish()
+
+
+def main():
+    if len(sys.argv) == 5 and sys.argv[1] == "--rank":
+        sys.exit(run_rank(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])))
+    if len(sys.argv) != 2 or int(sys.argv[1]) < 2:
+        sys.exit(__doc__)
+    sys.exit(launch(int(sys.argv[1])))
+
+
+if __name__ == "__main__":
+    main()
