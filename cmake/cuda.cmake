@@ -2,8 +2,10 @@
 # Without a CUDA compiler the library keeps src/mem/cuda_stub.cc, whose
 # cuda_backend() returns nullptr ("built without CUDA").
 #
-# The kernels (*.cu) build as an object library, so that dccl's C++ flags
-# (-Wall, -march, ...) never reach nvcc; the host side (*.cc) builds with dccl.
+# The kernels (*.cu) build as an object library, so that the library's C++ flags
+# (-Wall, -march, ...) never reach nvcc; the host side (*.cc) builds with the
+# rest of src/ in dccl_objects (cmake/library.cmake), and the kernels' objects go
+# into both libraries built from those (DCCL_LIBRARIES).
 # Only the static CUDA runtime is linked: it loads the driver at run time, so
 # libdccl loads (and cuda_backend() reports why not) on machines without one.
 # The driver API is reached through cudaGetDriverEntryPointByVersion.
@@ -64,24 +66,31 @@ if(NOT TARGET CUDA::cudart_static)
   dccl_cuda_missing("the CUDA toolkit in ${CUDAToolkit_LIBRARY_DIR} has no static runtime (libcudart_static.a)")
 endif()
 
-file(GLOB DCCL_CUDA_KERNELS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/mem/cuda/*.cu)
-file(GLOB DCCL_CUDA_HOST CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/mem/cuda/*.cc)
+file(GLOB DCCL_CUDA_KERNELS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/mem/cuda/*.cu)
+file(GLOB DCCL_CUDA_HOST CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/mem/cuda/*.cc)
 
 add_library(dccl_cuda_kernels OBJECT ${DCCL_CUDA_KERNELS})
 # C++17 for the kernels: CMake 3.25 cannot ask nvcc for C++20.
 set_target_properties(dccl_cuda_kernels PROPERTIES POSITION_INDEPENDENT_CODE ON
-                      CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON)
-target_include_directories(dccl_cuda_kernels PRIVATE ${CMAKE_SOURCE_DIR}/include ${CMAKE_SOURCE_DIR}/src)
+                      CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON CUDA_VISIBILITY_PRESET hidden)
+target_include_directories(dccl_cuda_kernels PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
 set(DCCL_CUDA_WARN -Xcompiler=-Wall,-Wextra,-Wno-unused-parameter)
 if(DCCL_WERROR)
   list(APPEND DCCL_CUDA_WARN --Werror=all-warnings)
 endif()
 target_compile_options(dccl_cuda_kernels PRIVATE ${DCCL_CUDA_WARN})
 
-target_sources(dccl PRIVATE ${DCCL_CUDA_HOST} $<TARGET_OBJECTS:dccl_cuda_kernels>)
-target_compile_definitions(dccl PRIVATE DCCL_HAVE_CUDA=1)
-# dccl compiles no CUDA itself, but takes the kernels' objects; it existed before
-# CUDA was enabled, so give it what CMake asks of a target with CUDA objects.
-set_target_properties(dccl PROPERTIES CUDA_STANDARD 17 CUDA_ARCHITECTURES "${CMAKE_CUDA_ARCHITECTURES}")
+target_sources(dccl_objects PRIVATE ${DCCL_CUDA_HOST})
+target_compile_definitions(dccl_objects PRIVATE DCCL_HAVE_CUDA=1)
+target_link_libraries(dccl_objects PRIVATE CUDA::cudart_static)
+# The libraries compile no CUDA themselves, but take the kernels' objects; they
+# existed before CUDA was enabled, so give them what CMake asks of a target with
+# CUDA objects. The shared library keeps the static runtime's symbols to itself
+# (cmake/exports.map).
+foreach(lib ${DCCL_LIBRARIES})
+  target_sources(${lib} PRIVATE $<TARGET_OBJECTS:dccl_cuda_kernels>)
+  set_target_properties(${lib} PROPERTIES CUDA_STANDARD 17 CUDA_ARCHITECTURES "${CMAKE_CUDA_ARCHITECTURES}")
+endforeach()
 target_link_libraries(dccl PRIVATE CUDA::cudart_static)
+target_link_libraries(dccl_internal PUBLIC CUDA::cudart_static)
 message(STATUS "DirectCCL: CUDA backend on (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, archs ${CMAKE_CUDA_ARCHITECTURES})")

@@ -39,6 +39,10 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* libdccl.so builds with hidden visibility and exports what is declared here. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
 
 #define DCCL_MAJOR 0
 #define DCCL_MINOR 1
@@ -258,6 +262,9 @@ dcclResult_t dcclMemFree(void* ptr);
 dcclResult_t dcclMemcpy(void* dst, const void* src, size_t bytes);
 dcclResult_t dcclMemset(void* dst, int value, size_t bytes);
 
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 #ifdef __cplusplus
 }
 #endif

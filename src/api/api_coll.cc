@@ -73,7 +73,11 @@ dcclResult_t submit(const char* fn, dcclComm_t comm, dcclStream_t stream, sched:
     ck.me = c.rank();
     sched::Stream* s = api::stream_of(stream, fn, ck.me);
     ck.dtype(op.dt);
-    ck.redop(op.op);
+    if (static_cast<int>(op.op) >= dcclNumOps && (op.coll == Coll::AllReduce || op.coll == Coll::Reduce ||
+                                                  op.coll == Coll::ReduceScatter))
+      c.resolve_premul(op, fn);  // a PreMulSum of this communicator: becomes a sum of scaled inputs
+    else
+      ck.redop(op.op);
     check(ck, op, c.nranks());
     ck.same_kind(op.send, op.recv);
     // A blocking send or receive with itself has no partner call to meet: only

@@ -3,6 +3,7 @@
 // out (or was interrupted) is recognised and dropped. interrupt() sets a flag
 // and an eventfd that the waits of get/allgather/barrier poll next to the socket.
 #include "bootstrap/bootstrap.hpp"
+#include "core/host.hpp"
 
 #include <netinet/in.h>
 #include <poll.h>
@@ -21,7 +22,7 @@
 
 namespace dccl::boot {
 
-using net::Clock;
+using sock::Clock;
 using wire::FrameType;
 
 namespace {
@@ -64,8 +65,8 @@ struct Bootstrap::Impl {
   std::chrono::milliseconds timeout{0};
   std::string ns, where, store_host;
   bool peer_closed = false;  // the store closed or reset the connection
-  net::Fd fd;
-  net::Fd wake;                         // eventfd: readable once interrupt() was called
+  sock::Fd fd;
+  sock::Fd wake;                         // eventfd: readable once interrupt() was called
   std::atomic<bool> interrupted{false};  // the only state interrupt() touches, with `wake`
   std::string in;
   size_t in_off = 0;
@@ -115,24 +116,24 @@ struct Bootstrap::Impl {
 
 void Bootstrap::Impl::connect(const UniqueIdData& id, Clock::time_point dl) {
   const std::string op = "bootstrap connect";
-  net::SockAddr a;
+  sock::SockAddr a;
   std::string why;
-  if (!net::resolve(id.host, id.port, &a, &why)) fail(dcclInvalidArgument, op, why);
-  where = net::addr_to_string(a) + (id.origin.empty() ? "" : " (" + id.origin + ")");
+  if (!sock::resolve(id.host, id.port, &a, &why)) fail(dcclInvalidArgument, op, why);
+  where = sock::addr_to_string(a) + (id.origin.empty() ? "" : " (" + id.origin + ")");
   auto backoff = std::chrono::milliseconds(10);
   std::string last = "none";
   int attempts = 0;
   while (Clock::now() < dl) {
     ++attempts;
-    net::Fd s(::socket(a.ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-    if (!s) fail(dcclSystemError, op, "socket: " + net::errno_text(errno));
+    sock::Fd s(::socket(a.ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!s) fail(dcclSystemError, op, "socket: " + sock::errno_text(errno));
     int err = ::connect(s.get(), a.sa(), a.len) == 0 ? 0 : errno;
     if (err == EINPROGRESS || err == EINTR) {
       pollfd p{s.get(), POLLOUT, 0};
       int n;
-      do n = ::poll(&p, 1, net::ms_until(dl));
+      do n = ::poll(&p, 1, sock::ms_until(dl));
       while (n < 0 && errno == EINTR);
-      if (n < 0) fail(dcclSystemError, op, "poll: " + net::errno_text(errno));
+      if (n < 0) fail(dcclSystemError, op, "poll: " + sock::errno_text(errno));
       if (n == 0) {
         last = "connect in progress";
         break;
@@ -141,16 +142,16 @@ void Bootstrap::Impl::connect(const UniqueIdData& id, Clock::time_point dl) {
       if (::getsockopt(s.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
     }
     if (err == 0) {
-      net::set_nodelay(s.get());
-      net::set_keepalive(s.get());
+      sock::set_nodelay(s.get());
+      sock::set_keepalive(s.get());
       fd = std::move(s);
       DCCL_TRACE("rank %d: connected to the bootstrap store at %s after %d attempt(s)", rank,
                  where.c_str(), attempts);
       return;
     }
     if (!retryable_connect_error(err))
-      fail(dcclSystemError, op, "connect to the store at " + where + ": " + net::errno_text(err));
-    last = net::errno_text(err);
+      fail(dcclSystemError, op, "connect to the store at " + where + ": " + sock::errno_text(err));
+    last = sock::errno_text(err);
     auto left = dl - Clock::now();
     if (left <= Clock::duration::zero()) break;
     std::this_thread::sleep_for(std::min<Clock::duration>(backoff, left));
@@ -232,10 +233,10 @@ bool Bootstrap::Impl::wait_fd(short events, const Wait& w, const std::string& op
       fail(dcclRemoteError, op, what + ": interrupted", breaks);
     pollfd p[2] = {{fd.get(), events, 0}, {wake.get(), POLLIN, 0}};
     // ms_until caps at ~24 days: a longer wait polls again until its deadline.
-    int n = ::poll(p, w.interruptible ? 2 : 1, net::ms_until(w.dl));
+    int n = ::poll(p, w.interruptible ? 2 : 1, sock::ms_until(w.dl));
     if (n < 0) {
       if (errno == EINTR) continue;
-      fail(dcclSystemError, op, "poll: " + net::errno_text(errno));
+      fail(dcclSystemError, op, "poll: " + sock::errno_text(errno));
     }
     if (p[0].revents != 0) return true;
     if (n > 0) continue;  // the eventfd: the flag is checked at the top
@@ -262,9 +263,9 @@ void Bootstrap::Impl::send_all(const std::string& buf, const Wait& w, const std:
     }
     if (e == EPIPE || e == ECONNRESET) {
       peer_closed = true;
-      fail(dcclRemoteError, op, "the store at " + where + " closed the connection (" + net::errno_text(e) + ")");
+      fail(dcclRemoteError, op, "the store at " + where + " closed the connection (" + sock::errno_text(e) + ")");
     }
-    fail(dcclSystemError, op, "send to the store at " + where + ": " + net::errno_text(e));
+    fail(dcclSystemError, op, "send to the store at " + where + ": " + sock::errno_text(e));
   }
 }
 
@@ -310,7 +311,7 @@ wire::Frame Bootstrap::Impl::recv_frame(const Wait& w, const std::string& op,
       peer_closed = true;
       fail(dcclRemoteError, op, "the store at " + where + " reset the connection");
     }
-    fail(dcclSystemError, op, "recv from the store at " + where + ": " + net::errno_text(e));
+    fail(dcclSystemError, op, "recv from the store at " + where + ": " + sock::errno_text(e));
   }
 }
 
@@ -414,12 +415,10 @@ Bootstrap::Bootstrap(const UniqueIdData& id, int rank, int nranks, std::chrono::
   hello.nranks = nranks;
   hello.flags = role == Role::Watch ? wire::kHelloWatch : 0;
   hello.pid = static_cast<uint32_t>(getpid());
-  char host[256] = {0};
-  gethostname(host, sizeof(host) - 1);
-  hello.host = std::string(host).substr(0, wire::kMaxHostName);
+  hello.host = core::host_name().substr(0, wire::kMaxHostName);
   hello.ns = impl_->ns;
-  impl_->wake = net::Fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (!impl_->wake) impl_->fail(dcclSystemError, "bootstrap connect", "eventfd: " + net::errno_text(errno));
+  impl_->wake = sock::Fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!impl_->wake) impl_->fail(dcclSystemError, "bootstrap connect", "eventfd: " + sock::errno_text(errno));
   impl_->join(id, hello, impl_->plain_wait());
 }
 

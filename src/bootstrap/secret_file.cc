@@ -16,6 +16,7 @@
 #include "bootstrap/socket.hpp"
 #include "bootstrap/unique_id.hpp"
 #include "core/error.hpp"
+#include "core/host.hpp"
 #include "core/log.hpp"
 
 namespace dccl::boot {
@@ -155,12 +156,6 @@ bool same_file(const std::string& path, int fd) {
   return lstat(path.c_str(), &a) == 0 && fstat(fd, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-std::string host_name() {
-  char h[256] = {0};
-  gethostname(h, sizeof(h) - 1);
-  return h;
-}
-
 // Files this process published and has not removed yet: removed at exit too,
 // when the communicator holding the store was never destroyed. Never freed, so
 // that it outlives every static destructor that might remove a file.
@@ -244,12 +239,12 @@ std::array<uint8_t, 16> publish_secret(const std::string& job, int nranks, uint1
   c.job = printable(job);
   c.nranks = nranks;
   c.pid = getpid();
-  c.host = host_name();
+  c.host = core::host_name();
   c.secret = reuse ? *reuse : random_secret();
   const std::string tmp = path + ".tmp" + std::to_string(getpid());
   ::unlink(tmp.c_str());  // ours, from an earlier failed attempt of this pid
   int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) sys_fail(rank, op, "create " + tmp + ": " + net::errno_text(errno));
+  if (fd < 0) sys_fail(rank, op, "create " + tmp + ": " + sock::errno_text(errno));
   struct Tmp {
     const std::string& name;
     int& fd;
@@ -260,10 +255,10 @@ std::array<uint8_t, 16> publish_secret(const std::string& job, int nranks, uint1
     }
   } guard{tmp, fd};
   if (fchmod(fd, 0600) != 0 || flock(fd, LOCK_EX | LOCK_NB) != 0 || !write_all(fd, encode(c)))
-    sys_fail(rank, op, "write " + tmp + ": " + net::errno_text(errno));
+    sys_fail(rank, op, "write " + tmp + ": " + sock::errno_text(errno));
   for (int attempt = 0;; ++attempt) {
     if (::link(tmp.c_str(), path.c_str()) == 0) break;
-    if (errno != EEXIST || attempt >= 5) sys_fail(rank, op, "link " + path + ": " + net::errno_text(errno));
+    if (errno != EEXIST || attempt >= 5) sys_fail(rank, op, "link " + path + ": " + sock::errno_text(errno));
     // Someone's file is there: a live job's, a dead process's, or another user's.
     int old = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (old < 0) continue;  // gone meanwhile: try again
@@ -334,7 +329,7 @@ SharedSecret read_secret(const std::string& job, int rank, Clock::time_point dea
         return {c.secret, c.nranks, c.pid};
       }
     } else if (errno != ENOENT) {
-      last = net::errno_text(errno);
+      last = sock::errno_text(errno);
     }
     const auto now = Clock::now();
     if (now >= deadline)

@@ -15,10 +15,11 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/config.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 
-namespace dccl::boot::net {
+namespace dccl::boot::sock {
 
 void Fd::reset(int fd) {
   if (fd_ >= 0) ::close(fd_);
@@ -139,8 +140,9 @@ std::string default_route_iface() {
 }  // namespace
 
 std::string default_bind_host() {
-  const char* ifname = std::getenv("DCCL_SOCKET_IFNAME");
-  if (ifname && *ifname) {
+  const std::string ifname_text = core::setting_text("DCCL_SOCKET_IFNAME");
+  const char* ifname = ifname_text.c_str();
+  if (*ifname) {
     std::string a = iface_address(ifname);
     if (a.empty())
       core::raise(dcclInvalidArgument,
@@ -190,4 +192,4 @@ int ms_until(Clock::time_point deadline) {
   return ms > 0x7fffffff ? 0x7fffffff : static_cast<int>(ms);
 }
 
-}  // namespace dccl::boot::net
+}  // namespace dccl::boot::sock

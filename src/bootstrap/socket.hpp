@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-namespace dccl::boot::net {
+namespace dccl::boot::sock {
 
 using Clock = std::chrono::steady_clock;
 
@@ -67,4 +67,4 @@ void set_keepalive(int fd);
 // Milliseconds left until `deadline`, rounded up, for poll(); 0 when past.
 int ms_until(Clock::time_point deadline);
 
-}  // namespace dccl::boot::net
+}  // namespace dccl::boot::sock

@@ -309,32 +309,32 @@ std::unique_ptr<StoreServer> StoreServer::start(const std::string& host, uint16_
   const std::string op = "start bootstrap store";
   // The secret file published for this store goes when the store goes, or now if it cannot start.
   std::unique_ptr<SecretFile> file = adopt_secret_file(secret, port);
-  const std::string h = host.empty() ? net::default_bind_host() : host;
-  net::SockAddr a;
+  const std::string h = host.empty() ? sock::default_bind_host() : host;
+  sock::SockAddr a;
   std::string why;
-  if (!net::resolve(h, port, &a, &why)) core::raise(dcclInvalidArgument, core::describe(-1, op, why));
-  const std::string where = net::addr_to_string(a);
+  if (!sock::resolve(h, port, &a, &why)) core::raise(dcclInvalidArgument, core::describe(-1, op, why));
+  const std::string where = sock::addr_to_string(a);
   auto sys_fail = [&](const char* call) {
     core::raise(dcclSystemError, core::describe(-1, op, std::string(call) + " " + where + ": " +
-                                                            net::errno_text(errno)));
+                                                            sock::errno_text(errno)));
   };
-  net::Fd s(::socket(a.ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  sock::Fd s(::socket(a.ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!s) sys_fail("socket");
   int one = 1;
   ::setsockopt(s.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   if (::bind(s.get(), a.sa(), a.len) != 0) sys_fail("bind");
   if (::listen(s.get(), SOMAXCONN) != 0) sys_fail("listen");
-  net::SockAddr bound;
+  sock::SockAddr bound;
   bound.len = sizeof(bound.ss);
   if (::getsockname(s.get(), bound.sa(), &bound.len) != 0) sys_fail("getsockname");
-  net::Fd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  sock::Fd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!wake) sys_fail("eventfd");
 
   UniqueIdData id;
-  id.host = net::is_wildcard(bound) ? net::default_bind_host() : net::host_of(bound);
-  id.port = net::port_of(bound);
+  id.host = sock::is_wildcard(bound) ? sock::default_bind_host() : sock::host_of(bound);
+  id.port = sock::port_of(bound);
   id.secret = secret;
-  DCCL_INFO("bootstrap store listening on %s (advertised as %s:%u)", net::addr_to_string(bound).c_str(),
+  DCCL_INFO("bootstrap store listening on %s (advertised as %s:%u)", sock::addr_to_string(bound).c_str(),
             id.host.c_str(), static_cast<unsigned>(id.port));
   auto server = std::make_unique<detail::Server>(std::move(s), std::move(wake), std::move(id), limits);
   server->adopt(std::move(file));

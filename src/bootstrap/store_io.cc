@@ -42,7 +42,7 @@ void Server::loop() {
       pfds.push_back({c.fd.get(), ev, 0});
       ids.push_back(id);
       if (!c.authed) {
-        int t = net::ms_until(c.hello_deadline);
+        int t = sock::ms_until(c.hello_deadline);
         if (timeout < 0 || t < timeout) timeout = t;
       }
     }
@@ -53,7 +53,7 @@ void Server::loop() {
     int n = ::poll(pfds.data(), pfds.size(), timeout);
     if (n < 0) {
       if (errno == EINTR) continue;
-      DCCL_WARN("%s: poll failed: %s", where_.c_str(), net::errno_text(errno).c_str());
+      DCCL_WARN("%s: poll failed: %s", where_.c_str(), sock::errno_text(errno).c_str());
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
       continue;
     }
@@ -132,7 +132,7 @@ bool Server::drained(Clock::time_point now) {
 // authenticated before any flood of silent connections can push it out.
 void Server::accept_all() {
   for (int n = 0; n < 256; ++n) {
-    net::SockAddr a;
+    sock::SockAddr a;
     a.len = sizeof(a.ss);
     int fd = ::accept4(listen_.get(), a.sa(), &a.len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
@@ -140,16 +140,16 @@ void Server::accept_all() {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNABORTED) return;
       if ((errno == EMFILE || errno == ENFILE) && drop_oldest_pending()) continue;  // make room
       DCCL_WARN_LIMITED(unauth_log_, "%s: accept failed: %s; pausing accepts for 100 ms", where_.c_str(),
-                        net::errno_text(errno).c_str());
+                        sock::errno_text(errno).c_str());
       listen_pause_until_ = Clock::now() + std::chrono::milliseconds(100);
       return;
     }
-    net::set_nodelay(fd);
-    net::set_keepalive(fd);
+    sock::set_nodelay(fd);
+    sock::set_keepalive(fd);
     const uint64_t cid = next_conn_++;
     Conn& c = conns_[cid];
-    c.fd = net::Fd(fd);
-    c.peer = net::addr_to_string(a);
+    c.fd = sock::Fd(fd);
+    c.peer = sock::addr_to_string(a);
     c.since = Clock::now();
     c.hello_deadline = c.since + lim_.hello_timeout;
     c.pending = true;
@@ -201,7 +201,7 @@ void Server::read_conn(uint64_t cid, Conn& c) {
     } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
       return;
     } else {
-      kill(c, "recv: " + net::errno_text(errno), c.authed);
+      kill(c, "recv: " + sock::errno_text(errno), c.authed);
     }
   }
 }
@@ -217,7 +217,7 @@ void Server::flush(Conn& c) {
     } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
       break;
     } else {
-      kill(c, "send: " + net::errno_text(errno), c.authed);
+      kill(c, "send: " + sock::errno_text(errno), c.authed);
     }
   }
   if (c.out_off == c.out.size()) {

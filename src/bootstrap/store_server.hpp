@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bootstrap/secret_file.hpp"
+#include "core/host.hpp"
 #include "bootstrap/socket.hpp"
 #include "bootstrap/store.hpp"
 #include "bootstrap/wire.hpp"
@@ -20,10 +21,10 @@
 
 namespace dccl::boot::detail {
 
-using net::Clock;
+using sock::Clock;
 
 struct Conn {
-  net::Fd fd;
+  sock::Fd fd;
   std::string peer;
   bool authed = false;
   bool pending = false;  // counted in Server::npending_ (not yet authenticated)
@@ -65,12 +66,10 @@ struct Space {
 
 class Server final : public StoreServer {
  public:
-  Server(net::Fd listen, net::Fd wake, UniqueIdData id, const StoreLimits& lim)
+  Server(sock::Fd listen, sock::Fd wake, UniqueIdData id, const StoreLimits& lim)
       : listen_(std::move(listen)), wake_(std::move(wake)), id_(std::move(id)), lim_(lim),
         where_("bootstrap store " + id_.host + ":" + std::to_string(id_.port)) {
-    char host[256] = {0};
-    gethostname(host, sizeof(host) - 1);
-    self_ = "pid " + std::to_string(getpid()) + " on " + host;
+    self_ = "pid " + std::to_string(getpid()) + " on " + core::host_name();
     thread_ = std::thread([this] { run(); });
   }
   ~Server() override {
@@ -140,7 +139,7 @@ class Server final : public StoreServer {
     return s;
   }
 
-  net::Fd listen_, wake_;
+  sock::Fd listen_, wake_;
   UniqueIdData id_;
   StoreLimits lim_;
   std::string where_;

@@ -20,17 +20,13 @@ void allgather_smem(Ctx& c, const Args& a) {
   const int n = c.nranks(), r = c.rank();
   const size_t es = c.esize(), block = a.count;
   const size_t max_len = seg.chunk_bytes() / es;
-  if (max_len == 0) throw core::Error(dcclInternalError, "allgather_smem: chunk slot smaller than one element");
+  if (max_len == 0) return allgather_ring(c, a);  // see for_each_chunk
   const char* sb = static_cast<const char*>(a.send);
   char* rb = static_cast<char*>(a.recv);
   // In place, sendbuff is this rank's block of recvbuff already.
   char* own = rb + static_cast<size_t>(r) * block * es;
   if (own != sb) memcpy(own, sb, block * es);
-  c.start_deadline();
-  for (size_t off = 0; off < block;) {
-    const size_t len = std::min(max_len, block - off);
-    const uint64_t k = seg.next_chunk();
-    const int p = static_cast<int>(k & 1);
+  for_each_chunk(c, seg, block, max_len, [&](uint64_t k, int p, size_t off, size_t len) {
     const int in = net::ShmSegment::In0 + p;
     memcpy(seg.chunk_slot(r, p), sb + off * es, len * es);
     seg.flag(r, in).v.store(k, std::memory_order_release);
@@ -39,8 +35,7 @@ void allgather_smem(Ctx& c, const Args& a) {
       await_chunk_flag(c, seg, q, in, k, "its input chunk");
       memcpy(rb + (static_cast<size_t>(q) * block + off) * es, seg.chunk_slot(q, p), len * es);
     }
-    off += len;
-  }
+  });
 }
 
 }  // namespace dccl::coll

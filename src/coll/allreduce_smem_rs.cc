@@ -50,15 +50,11 @@ void allreduce_smem_rs(Ctx& c, const Args& a) {
   const int n = c.nranks(), r = c.rank();
   const size_t es = c.esize();
   const size_t max_elems = seg.chunk_bytes() / es;
-  if (max_elems == 0) throw core::Error(dcclInternalError, "allreduce_smem_rs: chunk slot smaller than one element");
+  if (max_elems == 0) return allreduce_ring(c, a);  // see for_each_chunk
   const char* sb = static_cast<const char*>(a.send);
   char* rb = static_cast<char*>(a.recv);
-  c.start_deadline();
-  for (size_t done = 0; done < a.count;) {
-    const size_t len = std::min(max_elems, a.count - done);
+  for_each_chunk(c, seg, a.count, max_elems, [&](uint64_t k, int p, size_t done, size_t len) {
     const Parts parts = split(len, n, es);
-    const uint64_t k = seg.next_chunk();
-    const int p = static_cast<int>(k & 1);
     const int in = Seg::In0 + p, red = Seg::Red0 + p;
     char* mine = seg.chunk_slot(r, p);
     const size_t po = parts.off(r), pl = parts.size(r);
@@ -86,8 +82,7 @@ void allreduce_smem_rs(Ctx& c, const Args& a) {
       if (j > 0) await_chunk_flag(c, seg, q, red, k, "its reduced part");
       if (ql > 0) memcpy(rb + (done + qo) * es, seg.chunk_slot(q, p) + qo * es, ql * es);
     }
-    done += len;
-  }
+  });
 }
 
 }  // namespace dccl::coll

@@ -2,11 +2,14 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <vector>
 
 #include "kernels/reduce.hpp"
 #include "coll/scratch.hpp"
+#include "core/backoff.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "core/types.hpp"
@@ -116,8 +119,8 @@ bool Ctx::poll(Xfer& x) {
 
 size_t Ctx::wait_any(Xfer* const* xs, size_t n) {
   auto start = Clock::now();
-  auto spin_until = start + std::chrono::microseconds(in_.spin_us);
   auto deadline = start + std::chrono::milliseconds(in_.timeout_ms);
+  core::Backoff backoff(in_.spin_us, start);
   for (unsigned iter = 0;; ++iter) {
     bool any_active = false;
     for (size_t i = 0; i < n; ++i) {
@@ -144,7 +147,7 @@ size_t Ctx::wait_any(Xfer* const* xs, size_t n) {
                                          "timed out after " + core::seconds_text(in_.timeout_ms) +
                                              " waiting for " + pending));
       }
-      if (now > spin_until) sched_yield();
+      backoff.idle(now);  // past the spin budget: yield, then nap
     }
   }
 }
@@ -187,6 +190,29 @@ void Ctx::finish_avg(void* buf, size_t count) {
     return;
   }
   in_.backend->wait(in_.backend->avg_async(buf, count, in_.dt, in_.nranks), in_.timeout_ms);
+}
+
+void Ctx::scale(void* dst, const void* src, size_t count, const void* scalar) {
+  if (count == 0) return;
+  // Multiplies by a block of factors (the scalar repeated) with the product kernel,
+  // so that every datatype rounds as the reductions do.
+  const size_t es = esize_, block = std::min<size_t>(count, 4096);
+  std::vector<char> factors(block * es);
+  for (size_t i = 0; i < block; ++i) memcpy(factors.data() + i * es, scalar, es);
+  char* d = static_cast<char*>(dst);
+  const char* s = static_cast<const char*>(src);
+  if (in_.backend == nullptr || in_.backend->kind() == mem::Kind::Host) {
+    for (size_t off = 0; off < count; off += block)
+      kernels::reduce(d + off * es, s + off * es, factors.data(), std::min(block, count - off), in_.dt, dcclProd);
+    return;
+  }
+  void* dev = scratch(block * es);
+  mem::Backend& be = *in_.backend;
+  be.wait(be.copy_async(dev, factors.data(), block * es), in_.timeout_ms);
+  mem::Ticket last = 0;  // the backend completes its work in order: wait for the last
+  for (size_t off = 0; off < count; off += block)
+    last = be.reduce_async(d + off * es, s + off * es, dev, std::min(block, count - off), in_.dt, dcclProd);
+  be.wait(last, in_.timeout_ms);
 }
 
 void* Ctx::scratch(size_t bytes) { return in_.scratch->take(bytes); }

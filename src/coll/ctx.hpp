@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/config_table.hpp"
 #include "dccl/dccl.h"
 #include "mem/datapath.hpp"
 #include "net/transport.hpp"
@@ -27,10 +28,16 @@ using mem::Xfer;
 
 class ScratchPool;
 
-// Tag layout: [63:56] kind, [55:24] operation sequence, [23:0] step.
+// The one tag layout. [63:56] kind. Collectives and checks: [55:24] operation
+// sequence, [23:0] step. Send/recv: [55:32] sender rank, [31:0] the pair's count
+// of messages from the sender (tags are seen from the receiver).
 enum class TagKind : uint64_t { Coll = 1, P2P = 2, Check = 3 };
 inline uint64_t make_tag(TagKind k, uint64_t seq, uint32_t step) {
   return (static_cast<uint64_t>(k) << 56) | ((seq & 0xffffffffULL) << 24) | (step & 0xffffffu);
+}
+inline uint64_t make_p2p_tag(int sender, uint64_t count) {
+  return (static_cast<uint64_t>(TagKind::P2P) << 56) | (static_cast<uint64_t>(sender & 0xffffff) << 32) |
+         (count & 0xffffffffULL);
 }
 
 // What an operation is called in errors and traces, e.g. "all_reduce #12 (smem, 2 x
@@ -62,8 +69,8 @@ struct CtxInit {
   dcclDataType_t dt = dcclFloat32;
   dcclRedOp_t op = dcclSum;
   size_t chunk_bytes = 1 << 20;
-  int64_t spin_us = 50;
-  int64_t timeout_ms = 600000;
+  int64_t spin_us = DCCL_DEFAULT_SPIN_US;
+  int64_t timeout_ms = DCCL_DEFAULT_TIMEOUT_S * 1000;
   // Set (release) once the communicator learned that a rank failed; `failure`
   // is written before and names it. Waits then stop with dcclRemoteError.
   const std::atomic<bool>* failed = nullptr;
@@ -103,6 +110,9 @@ class Ctx {
   void reduce(void* dst, const void* a, const void* b, size_t count);
   void copy(void* dst, const void* src, size_t bytes);
   void finish_avg(void* buf, size_t count);
+  // dst[i] = src[i] * scalar (one element of this operation's datatype, in host
+  // memory) for i < count: a PreMulSum's input. dst is scratch of src's memory kind.
+  void scale(void* dst, const void* src, size_t count, const void* scalar);
   // Scratch of the buffers' memory kind, valid until the operation ends.
   void* scratch(size_t bytes);
 

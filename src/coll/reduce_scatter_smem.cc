@@ -22,16 +22,10 @@ void reduce_scatter_smem(Ctx& c, const Args& a) {
   const int n = c.nranks(), r = c.rank();
   const size_t es = c.esize(), block = a.count;
   const size_t max_len = seg.chunk_bytes() / (es * static_cast<size_t>(n));
-  // A slot too small for one element per rank (a tiny DCCL_SMEM_CHUNK_BYTES, which
-  // every rank shares): the same operation by messages.
-  if (max_len == 0) return reduce_scatter_ring(c, a);
+  if (max_len == 0) return reduce_scatter_ring(c, a);  // see for_each_chunk
   const char* sb = static_cast<const char*>(a.send);
   char* rb = static_cast<char*>(a.recv);
-  c.start_deadline();
-  for (size_t off = 0; off < block;) {
-    const size_t len = std::min(max_len, block - off);
-    const uint64_t k = seg.next_chunk();
-    const int p = static_cast<int>(k & 1);
+  for_each_chunk(c, seg, block, max_len, [&](uint64_t k, int p, size_t off, size_t len) {
     const int in = net::ShmSegment::In0 + p;
     char* mine = seg.chunk_slot(r, p);
     auto piece = [&](int q) { return (static_cast<size_t>(q) * block + off) * es; };  // in the input
@@ -47,8 +41,7 @@ void reduce_scatter_smem(Ctx& c, const Args& a) {
       first = out;
     }
     if (c.op() == dcclAvg) kernels::finish_avg(out, len, c.dt(), n);
-    off += len;
-  }
+  });
 }
 
 }  // namespace dccl::coll

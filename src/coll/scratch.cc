@@ -24,8 +24,15 @@ void* ScratchPool::take(size_t bytes) {
   return p;
 }
 
+size_t ScratchPool::held_bytes() const {
+  size_t b = 0;
+  for (const Block& k : blocks_) b += k.size;
+  return b;
+}
+
 void ScratchPool::reset() {
   if (total_ > peak_) peak_ = total_;
+  if (total_ > recent_) recent_ = total_;
   if (blocks_.size() > 1) {
     // Several blocks were needed: replace them by one of the peak size.
     for (auto& b : blocks_) backend_.free(b.base);
@@ -33,6 +40,16 @@ void ScratchPool::reset() {
     size_t size = (peak_ + 4095) & ~size_t{4095};
     blocks_.push_back({backend_.alloc(size), size});
     ++allocations_;
+  }
+  if (++window_ops_ == kWindow) {
+    // A transient large operation does not keep its memory for good.
+    if (blocks_.size() == 1 && recent_ * 2 < blocks_.back().size) {
+      backend_.free(blocks_.back().base);
+      blocks_.clear();
+      peak_ = recent_;
+    }
+    window_ops_ = 0;
+    recent_ = 0;
   }
   used_ = 0;
   total_ = 0;

@@ -1,5 +1,7 @@
 // Scratch memory for collectives, per communicator and memory backend. Grows to the
-// largest operation seen and is then reused: no allocation in steady state.
+// largest operation seen and is then reused: no allocation in steady state. When
+// kWindow operations in a row used less than half of it, it is returned (device
+// memory too) and the next operation allocates what those needed.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -23,6 +25,8 @@ class ScratchPool {
   // Ends an operation; merges blocks so the next operation of that size needs one.
   void reset();
   uint64_t allocations() const { return allocations_; }
+  size_t held_bytes() const;  // allocated now
+  static constexpr int kWindow = 16;
   mem::Backend& backend() { return backend_; }
 
  private:
@@ -35,6 +39,8 @@ class ScratchPool {
   size_t used_ = 0;     // bytes used in blocks_.back()
   size_t total_ = 0;    // bytes taken this operation
   size_t peak_ = 0;
+  size_t recent_ = 0;   // most bytes one operation took in the current window
+  int window_ops_ = 0;  // operations in the current window
   uint64_t allocations_ = 0;
 };
 

@@ -2,9 +2,13 @@
 #pragma once
 #include <sched.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "coll/ctx.hpp"
+#include "core/backoff.hpp"
+#include "core/cpu.hpp"
 #include "core/error.hpp"
 #include "net/shm_segment.hpp"
 
@@ -13,14 +17,17 @@ namespace dccl::coll {
 // Waits until pred() holds, yielding every few polls: the rank being waited for
 // may share this core (more ranks or stream threads than cores), and a long spin
 // would only delay it. Without the spin budget (ranks outnumber cores) it yields at
-// once. Bounded by the operation's deadline; stops when the communicator failed.
+// once. Past core::Backoff's yield window it naps instead (a long wait leaves the
+// CPU to the ranks with work). Bounded by the operation's deadline; stops when the
+// communicator failed.
 template <class Pred>
 void smem_await(Ctx& c, const char* what, int peer, Pred pred) {
   const unsigned every = c.spin_us() > 0 ? 32 : 1;
+  core::Backoff backoff(0);
   for (unsigned i = 1; !pred(); ++i) {
-    __builtin_ia32_pause();
+    core::cpu_relax();
     if (i % every == 0) {
-      sched_yield();
+      backoff.idle(core::Backoff::Clock::now());
       if ((i & 255) == 0) c.check_deadline(what, peer);
     }
   }
@@ -31,6 +38,22 @@ inline net::ShmSegment& chunk_segment(Ctx& c, const char* algo) {
   if (c.smem() == nullptr || c.smem()->chunk_bytes() == 0)
     throw core::Error(dcclInternalError, std::string(algo) + ": no shared-memory chunk slots");
   return *c.smem();
+}
+
+// The chunk loop of the pipelined segment algorithms: body(k, slot, off, len) for
+// consecutive chunks of `total` elements, at most max_len (>= 1) each; chunk k uses
+// slot k & 1 (slots alternate). A caller whose slot cannot hold one element per
+// piece (max_len == 0: a tiny DCCL_SMEM_CHUNK_BYTES, the same on every rank) runs
+// its message-based equivalent instead.
+template <class Body>
+void for_each_chunk(Ctx& c, net::ShmSegment& seg, size_t total, size_t max_len, Body body) {
+  c.start_deadline();
+  for (size_t off = 0; off < total;) {
+    const size_t len = std::min(max_len, total - off);
+    const uint64_t k = seg.next_chunk();
+    body(k, static_cast<int>(k & 1), off, len);
+    off += len;
+  }
 }
 
 // Waits until rank q raised flag `id` (In0/In1/Red0/Red1) for chunk k or later.

@@ -10,6 +10,7 @@
 #include <cinttypes>
 
 #include "bootstrap/unique_id.hpp"
+#include "coll/ctx.hpp"
 #include "core/log.hpp"
 #include "core/types.hpp"
 #include "mem/backend.hpp"
@@ -98,7 +99,7 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   // More ranks than cores here: busy-polling only steals the core a peer needs.
   // The cores are the union of the host's ranks' affinities, not this rank's
   // binding (under mpirun each rank may be bound to a core of its own).
-  if (!getenv("DCCL_SPIN_US") && host_cores > 0 && local > host_cores) {
+  if (!cfg_.set_in_env("DCCL_SPIN_US") && host_cores > 0 && local > host_cores) {
     cfg_.spin_us = 0;
     DCCL_INFO("%d ranks on %d cores (the union of this host's ranks' CPU affinities): yielding instead of "
               "spinning while waiting", local, host_cores);
@@ -317,9 +318,7 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key, const core
 uint64_t Communicator::next_p2p_tag(int peer, bool is_send) {
   auto& ctr = is_send ? p2p_send_[static_cast<size_t>(peer)] : p2p_recv_[static_cast<size_t>(peer)];
   uint64_t n = ctr.fetch_add(1, std::memory_order_relaxed);
-  // Tags are seen from the receiver: (sender rank, per-pair count).
-  int sender = is_send ? rank_ : peer;
-  return (2ULL << 56) | (static_cast<uint64_t>(sender & 0xffffff) << 32) | (n & 0xffffffffULL);
+  return coll::make_p2p_tag(is_send ? rank_ : peer, n);
 }
 
 std::string Communicator::async_error_text() const {

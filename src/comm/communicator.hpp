@@ -69,6 +69,17 @@ class Communicator {
   // One operation: on the NULL stream it runs here without copying it anywhere.
   void submit_one(const sched::Op& op, sched::Stream* stream);
 
+  // dcclRedOpCreatePreMulSum / dcclRedOpDestroy: ops numbered from dcclNumOps,
+  // lowest free slot first (so ranks creating in the same order agree).
+  dcclRedOp_t create_premul(const void* scalar, dcclDataType_t dt, bool immediate);
+  void destroy_premul(dcclRedOp_t op);
+  // A call's op beyond the built-in ones: sets op's premul fields (op becomes a
+  // sum), or throws naming `fn` when it is not a live PreMulSum of this datatype.
+  void resolve_premul(sched::Op& op, const char* fn) const;
+  // dcclCommRegister / dcclCommDeregister (see mem::PathChooser::register_user).
+  void* register_buffer(const void* p, size_t bytes);
+  void deregister_buffer(void* handle);
+
   void abort();
   bool aborted() const { return aborted_.load(); }
   // Ends this communicator's work before its state goes (the destructor calls it;
@@ -145,6 +156,15 @@ class Communicator {
   // closes: cancelled work then fails on its stream without touching this object.
   struct Gate;
   std::shared_ptr<Gate> gate_;
+  struct PreMul {
+    bool live = false;
+    dcclDataType_t dt = dcclFloat32;
+    bool immediate = true;
+    unsigned char value[8] = {};
+    const void* ptr = nullptr;
+  };
+  mutable std::mutex redop_mu_;
+  std::vector<PreMul> redops_;
   std::atomic<bool> aborted_{false};
   std::atomic<dcclResult_t> async_code_{dcclSuccess};
   mutable std::mutex err_mu_;

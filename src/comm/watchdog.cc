@@ -1,4 +1,5 @@
 #include "comm/watchdog.hpp"
+#include "core/host.hpp"
 
 #include <unistd.h>
 
@@ -30,8 +31,7 @@ void decode(const std::string& v, dcclResult_t* code, std::string* text) {
 Watchdog::Watchdog(const boot::UniqueIdData& id, int rank, int nranks, const std::string& ns,
                    boot::Bootstrap& boot, std::mutex& boot_mu, std::function<void(dcclResult_t, const std::string&)> on_failure)
     : boot_(boot), boot_mu_(boot_mu) {
-  char host[64] = {0};
-  gethostname(host, sizeof(host) - 1);
+  const std::string host = core::host_name();
   {
     std::lock_guard<std::mutex> lk(boot_mu_);
     boot_.lease(kKey, encode(dcclRemoteError, "rank " + std::to_string(rank) + " (pid " + std::to_string(getpid()) + " on " + host +

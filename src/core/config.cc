@@ -101,6 +101,21 @@ void assign(uint64_t& f, const std::string& v, const char* n) {
 void assign(bool& f, const std::string& v, const char* n) { f = parse_bool(v, n); }
 }  // namespace
 
+bool Config::set_in_env(const char* name) const {
+  for (const std::string& n : from_env)
+    if (n == name) return true;
+  return false;
+}
+
+std::string setting_text(const char* name) {
+  for (const ConfigEntry& e : config_entries())
+    if (std::string(e.name) == name) {
+      const char* env = getenv(name);
+      return env ? env : e.def;
+    }
+  raise(dcclInternalError, std::string("setting_text: ") + name + " is not in the settings table");
+}
+
 std::string seconds_text(int64_t ms) {
   char buf[40];
   if (ms % 1000 == 0)
@@ -128,6 +143,7 @@ Config load_config() {
   {                                              \
     const char* env = getenv(name);              \
     assign(c.field, env ? env : def, name);      \
+    if (env) c.from_env.push_back(name);         \
   }
   DCCL_CONFIG_TABLE(X)
 #undef X

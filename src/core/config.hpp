@@ -38,7 +38,15 @@ struct Config {
   // dcclConfig_t set it; timeout_from names where it came from, for messages.
   int64_t timeout_ms = 0;
   const char* timeout_from = "DCCL_TIMEOUT_S";
+  std::vector<std::string> from_env;  // the settings the environment set
+  bool set_in_env(const char* name) const;
 };
+
+// A table setting's text: the environment's value, else the table's default (the
+// few settings read without a communicator's Config: the bootstrap interface, the
+// sim backend's dma-buf, the local rank). Throws dcclInternalError for a name that
+// is not in the table.
+std::string setting_text(const char* name);
 
 // "600 s (DCCL_TIMEOUT_S)", "1.5 s (dcclConfig_t.timeoutMs)": a bound as errors state it.
 std::string timeout_text(const Config& c);

@@ -4,9 +4,15 @@
 // refuses a value outside it, naming the setting (config_test checks that none lacks one).
 #pragma once
 
+// Defaults that structs carrying settings also start from (their one home).
+#define DCCL_DEFAULT_TIMEOUT_S 600
+#define DCCL_DEFAULT_SPIN_US 50
+#define DCCL_CFG_STR2(x) #x
+#define DCCL_CFG_STR(x) DCCL_CFG_STR2(x)
+
 #define DCCL_CONFIG_TABLE(X)                                                                      \
   X(debug, "DCCL_DEBUG", Str, "WARN", "Log level: NONE, WARN, INFO or TRACE")                      \
-  X(timeout_s, "DCCL_TIMEOUT_S", Int, "600", "Bound in seconds on every blocking wait")          \
+  X(timeout_s, "DCCL_TIMEOUT_S", Int, DCCL_CFG_STR(DCCL_DEFAULT_TIMEOUT_S), "Bound in seconds on every blocking wait")          \
   X(provider, "DCCL_PROVIDER", Str, "", "libfabric provider for all peers (e.g. shm, tcp); empty: shm on one host, tcp;ofi_rxm across hosts; FI_PROVIDER is honoured too") \
   X(algo, "DCCL_ALGO", Str, "", "Force an algorithm (the list comes from the algorithm table)") \
   X(chunk_bytes, "DCCL_CHUNK_BYTES", Bytes, "0", "Pipeline chunk size; 0 lets the tuner choose")  \
@@ -15,6 +21,7 @@
   X(hier_piece_bytes, "DCCL_HIER_PIECE_BYTES", Bytes, "4M", "Hierarchical allreduce above 64 KiB runs in pieces of this many bytes, the cross-host step of one piece beside the intra-host steps of its neighbours (0: one piece)") \
   X(net_ifname, "DCCL_NET_IFNAME", Str, "", "Network rails (NICs) by interface name, comma list in rail order, exact names; init fails naming what exists when one is not offered. Empty: every non-loopback IPv4 interface tcp;ofi_rxm offers (docker*, virbr* left out). A rank's rail is its local rank mod the rail count") \
   X(net_stripe_bytes, "DCCL_NET_STRIPE_BYTES", Bytes, "128K", "With one rank per host and >= 2 rails at both ends: message parts of at least this size are cut into one piece per rail (0: never stripe)") \
+  X(sim_dmabuf, "DCCL_SIM_DMABUF", Bool, "1", "sim accelerator memory offers dma-buf export (0: not, as memory a NIC cannot reach; tests the staged fallback)") \
   X(socket_ifname, "DCCL_SOCKET_IFNAME", Str, "", "Interface for the bootstrap store; empty: the one that reaches the root") \
   X(peer_direct, "DCCL_PEER_DIRECT", Str, "auto", "auto: direct where viable; 1: require direct; 0: force host staging") \
   X(staging_slot_bytes, "DCCL_STAGING_SLOT_BYTES", Bytes, "1M", "Size of one host bounce slot")   \
@@ -25,8 +32,9 @@
   X(rxm_eager_bytes, "DCCL_RXM_EAGER_BYTES", Bytes, "256K", "Sets FI_OFI_RXM_EAGER_LIMIT (tcp;ofi_rxm sends up to this size eagerly, without a rendezvous round trip) unless it is set; 0 leaves libfabric's default") \
   X(stats, "DCCL_STATS", Bool, "0", "Print the communicator's data-path statistics at destroy")  \
   X(check, "DCCL_CHECK", Bool, "0", "Check every operation's signature across ranks")           \
-  X(spin_us, "DCCL_SPIN_US", Int, "50", "Microseconds to poll a completion queue before yielding") \
+  X(spin_us, "DCCL_SPIN_US", Int, DCCL_CFG_STR(DCCL_DEFAULT_SPIN_US), "Microseconds to poll a completion queue before yielding") \
   X(rank, "DCCL_RANK", Int, "-1", "This process's rank (dcclCommInitFromEnv)")                   \
+  X(local_rank, "DCCL_LOCAL_RANK", Int, "-1", "This process's rank on its host: picks its network rail and its GPU; -1: from the launcher (LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, SLURM_LOCALID), else the topology") \
   X(world_size, "DCCL_WORLD_SIZE", Int, "-1", "Number of ranks (dcclCommInitFromEnv)")           \
   X(addr, "DCCL_ADDR", Str, "", "Rendezvous host:port served by rank 0 (dcclCommInitFromEnv)")   \
   X(id, "DCCL_ID", Str, "", "Serialised unique id in hex, as dccl-run hands it out")             \
@@ -49,4 +57,5 @@
   R("DCCL_RXM_EAGER_BYTES", 0, 64ULL << 20)                       \
   R("DCCL_SPIN_US", 0, 10000000)                                  \
   R("DCCL_RANK", -1, 16777215)                                    \
+  R("DCCL_LOCAL_RANK", -1, 16777215)                              \
   R("DCCL_WORLD_SIZE", -1, 16777216)

@@ -1,4 +1,5 @@
 #include "core/log.hpp"
+#include "core/host.hpp"
 
 #include <unistd.h>
 
@@ -78,8 +79,7 @@ void log_set_rank(int rank) { t_rank = rank; }
 void log_msg(LogLevel level, const char* fmt, ...) {
   if (level > log_level()) return;
   static const char* names[] = {"", "WARN", "INFO", "TRACE"};
-  char host[64] = {0};
-  gethostname(host, sizeof(host) - 1);
+  const std::string host = host_name();
   char body[2048];
   va_list ap;
   va_start(ap, fmt);
@@ -87,10 +87,10 @@ void log_msg(LogLevel level, const char* fmt, ...) {
   va_end(ap);
   char line[2300];
   if (t_rank >= 0)
-    snprintf(line, sizeof(line), "%s:%d [rank %d] DCCL %s %s\n", host, getpid(), t_rank,
+    snprintf(line, sizeof(line), "%s:%d [rank %d] DCCL %s %s\n", host.c_str(), getpid(), t_rank,
              names[static_cast<int>(level)], body);
   else
-    snprintf(line, sizeof(line), "%s:%d DCCL %s %s\n", host, getpid(), names[static_cast<int>(level)],
+    snprintf(line, sizeof(line), "%s:%d DCCL %s %s\n", host.c_str(), getpid(), names[static_cast<int>(level)],
              body);
   fputs(line, stderr);
 }

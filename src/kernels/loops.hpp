@@ -2,6 +2,8 @@
 // every family file instantiates twice — once in a baseline function and once
 // in a target("avx2,f16c") function. Everything here is always_inline so the
 // loops are compiled (and vectorised) with the instruction set of the caller.
+// Off x86 there is no AVX2 copy to make: DCCL_REDUCE_AVX2 is empty (the second
+// copy is the baseline again) and best_isa() never picks Isa::Avx2.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -10,7 +12,13 @@
 #include "kernels/half_inl.hpp"
 #include "dccl/dccl.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#define DCCL_REDUCE_X86 1
 #define DCCL_REDUCE_AVX2 __attribute__((target("avx2,f16c")))
+#else
+#define DCCL_REDUCE_X86 0
+#define DCCL_REDUCE_AVX2
+#endif
 #define DCCL_REDUCE_INLINE __attribute__((always_inline)) inline
 
 namespace dccl::kernels::reduce_detail {

@@ -3,17 +3,21 @@
 // float16, integer rounding (add 0x7fff + lsb) for bfloat16. The baseline path
 // runs plain loops over the scalar converters. Both paths give the same bits
 // (NaN payloads aside: which NaN wins when both inputs are NaN may differ).
-#include <immintrin.h>
-
+// Off x86 only the baseline path is built.
 #include <cstring>
 #include <type_traits>
 
 #include "kernels/kernels.hpp"
 #include "kernels/loops.hpp"
 
+#if DCCL_REDUCE_X86
+#include <immintrin.h>
+#endif
+
 namespace dccl::kernels::reduce_detail {
 namespace {
 
+#if DCCL_REDUCE_X86
 // ---- AVX2 path: 16 elements at a time through a codec ----
 
 template <class Op>
@@ -125,6 +129,7 @@ void half_avx2(void* d, const void* a, const void* b, size_t n, dcclRedOp_t op) 
     default: break;
   }
 }
+#endif  // DCCL_REDUCE_X86
 
 // ---- baseline path: plain loops over the branch-free scalar converters ----
 
@@ -141,25 +146,27 @@ void f16_div_generic(void* buf, size_t n, int nranks) { run_div<F16>(buf, n, nra
 
 void reduce_half(Isa isa, void* d, const void* a, const void* b, size_t n, dcclDataType_t dt,
                  dcclRedOp_t op) {
-  const bool avx2 = isa == Isa::Avx2;
-  if (dt == dcclBfloat16) {
-    if (avx2) half_avx2<Bf16Avx2>(d, a, b, n, op);
-    else bf16_generic(d, a, b, n, op);
-  } else if (dt == dcclFloat16) {
-    if (avx2) half_avx2<F16c>(d, a, b, n, op);
-    else f16_generic(d, a, b, n, op);
+#if DCCL_REDUCE_X86
+  if (isa == Isa::Avx2) {
+    if (dt == dcclBfloat16) half_avx2<Bf16Avx2>(d, a, b, n, op);
+    else if (dt == dcclFloat16) half_avx2<F16c>(d, a, b, n, op);
+    return;
   }
+#endif
+  if (dt == dcclBfloat16) bf16_generic(d, a, b, n, op);
+  else if (dt == dcclFloat16) f16_generic(d, a, b, n, op);
 }
 
 void avg_half(Isa isa, void* buf, size_t n, dcclDataType_t dt, int nranks) {
-  const bool avx2 = isa == Isa::Avx2;
-  if (dt == dcclBfloat16) {
-    if (avx2) half_div_avx2<Bf16Avx2>(buf, n, nranks);
-    else bf16_div_generic(buf, n, nranks);
-  } else if (dt == dcclFloat16) {
-    if (avx2) half_div_avx2<F16c>(buf, n, nranks);
-    else f16_div_generic(buf, n, nranks);
+#if DCCL_REDUCE_X86
+  if (isa == Isa::Avx2) {
+    if (dt == dcclBfloat16) half_div_avx2<Bf16Avx2>(buf, n, nranks);
+    else if (dt == dcclFloat16) half_div_avx2<F16c>(buf, n, nranks);
+    return;
   }
+#endif
+  if (dt == dcclBfloat16) bf16_div_generic(buf, n, nranks);
+  else if (dt == dcclFloat16) f16_div_generic(buf, n, nranks);
 }
 
 }  // namespace dccl::kernels::reduce_detail

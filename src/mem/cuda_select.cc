@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "net/rails.hpp"
 #include "mem/cuda_api.hpp"
 
 namespace dccl::mem {
@@ -38,21 +39,12 @@ void init() {
 }  // namespace
 
 int choose_device(int count, int current, std::string* how) {
-  // Launcher variables, not DirectCCL settings: each names the rank's place on its host.
-  static const char* const kLocalRank[] = {"DCCL_LOCAL_RANK", "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
-                                           "MPI_LOCALRANKID", "SLURM_LOCALID"};
-  for (const char* var : kLocalRank) {
-    const char* v = getenv(var);
-    if (!v || !*v) continue;
-    char* end = nullptr;
-    long r = strtol(v, &end, 10);
-    if (*end || r < 0) {
-      DCCL_WARN("cuda: ignoring %s='%s' (not a local rank) when choosing the device", var, v);
-      continue;
-    }
-    const int dev = static_cast<int>(r % count);
-    if (how) *how = std::string(var) + "=" + v + " of " + std::to_string(count) + " GPUs";
-    return dev;
+  // The rank's place on its host (DCCL_LOCAL_RANK or the launcher's variable).
+  std::string from;
+  const int local = net::launcher_local_rank(&from);
+  if (local >= 0) {
+    if (how) *how = from + " of " + std::to_string(count) + " GPUs";
+    return local % count;
   }
   if (how) *how = "the current device; no local rank set";
   return current >= 0 && current < count ? current : 0;

@@ -39,7 +39,7 @@ DirectPath::DirectPath(net::Transport& net, int rank, size_t cache_bytes, PathCo
 
 DirectPath::~DirectPath() { remove_free_hook(hook_); }
 
-void* DirectPath::reach(const void* p, size_t bytes, Xfer& x, net::MemRegion** mr) {
+RegCache::Ref DirectPath::acquire(const void* p, size_t bytes) {
   Backend& be = backend_of(p);
   void* base = nullptr;
   size_t size = 0;
@@ -81,11 +81,22 @@ void* DirectPath::reach(const void* p, size_t bytes, Xfer& x, net::MemRegion** m
     DCCL_TRACE("peer-direct: registered %s range of %zu bytes (dma-buf fd %d)", be.name(), m->len, d.fd);
     return m;
   };
-  // The reference keeps the mapping alive until the transfer completes.
   // Keyed by the allocation's id too: memory freed and allocated again at the same
   // address behind DirectCCL's back (cudaFree + cudaMalloc) must not hit.
   const uint64_t id = be.buffer_id(base);
-  auto* ref = new RegCache::Ref(cache_.acquire(be.kind(), base, size, id ? static_cast<int64_t>(id) : -1, reg));
+  return cache_.acquire(be.kind(), base, size, id ? static_cast<int64_t>(id) : -1, reg);
+}
+
+void DirectPath::forget(const void* p) {
+  Backend& be = backend_of(p);
+  void* base = nullptr;
+  size_t size = 0;
+  if (be.range_of(p, &base, &size)) cache_.invalidate(be.kind(), base, size);
+}
+
+void* DirectPath::reach(const void* p, size_t bytes, Xfer& x, net::MemRegion** mr) {
+  // The reference keeps the mapping alive until the transfer completes.
+  auto* ref = new RegCache::Ref(acquire(p, bytes));
   x.path_state = ref;
   auto* m = static_cast<Mapping*>(ref->handle().get());
   *mr = m->mr;

@@ -28,6 +28,11 @@ class DirectPath : public DataPath {
   void post_recv(int peer, void* p, size_t bytes, uint64_t tag, Xfer& x) override;
   bool progress(Xfer& x) override;
   RegCacheStats cache_stats() const { return cache_.stats(); }
+  // The registration of the allocation holding [p, p+bytes), made on a miss; the
+  // entry is not evicted while the Ref lives. Throws for memory outside one allocation.
+  RegCache::Ref acquire(const void* p, size_t bytes);
+  // Deregisters the allocation holding p (now, or when its transfers end).
+  void forget(const void* p);
 
  private:
   // Transport-visible address of device pointer p (mapping it on first use).

@@ -86,10 +86,45 @@ RegCacheStats PathChooser::cache_stats() const {
   return direct_ ? direct_->cache_stats() : RegCacheStats{};
 }
 
-std::string PathChooser::staged_reason(Kind kind) const {
+void* PathChooser::register_user(const void* p, size_t bytes) {
+  Backend& be = backend_of(p);
+  auto reg = std::make_unique<UserReg>();
+  reg->p = p;
+  if (be.kind() != Kind::Host) {
+    std::string why = be.unusable_reason(p);
+    if (!why.empty()) core::raise(dcclInvalidArgument, core::describe(opts_.rank, "dcclCommRegister", why));
+  }
   std::lock_guard<std::mutex> lk(mu_);
-  const Decision& d = decisions_[static_cast<int>(kind)];
-  return d.decided && !d.direct ? d.reason : "";
+  if (be.kind() != Kind::Host) {
+    const Decision& d = decide(be.kind());
+    if (!d.direct && opts_.mode == "1")
+      core::raise(dcclUnavailable, core::describe(opts_.rank, "dcclCommRegister",
+                                                  std::string("peer-direct required but not viable for ") +
+                                                      be.name() + " memory: " + d.reason));
+    if (d.direct) {
+      if (!direct_) direct_ = std::make_unique<DirectPath>(net_, opts_.rank, opts_.cache_bytes, ctr_);
+      reg->ref = direct_->acquire(p, bytes);
+      reg->direct = true;
+    }
+  }
+  void* handle = reg.get();
+  user_.emplace(handle, std::move(reg));
+  return handle;
+}
+
+void PathChooser::deregister_user(void* handle) {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = user_.find(handle);
+  if (it == user_.end())
+    core::raise(dcclInvalidArgument, core::describe(opts_.rank, "dcclCommDeregister",
+                                                    "handle was not returned by dcclCommRegister on this "
+                                                    "communicator (or is deregistered already)"));
+  std::unique_ptr<UserReg> reg = std::move(it->second);
+  user_.erase(it);
+  if (reg->direct) {
+    reg->ref.release();
+    direct_->forget(reg->p);  // deregistered now, or when its last transfer ends
+  }
 }
 
 }  // namespace dccl::mem

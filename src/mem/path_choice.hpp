@@ -7,6 +7,7 @@
 #include <mutex>
 #include <functional>
 #include <string>
+#include <unordered_map>
 
 #include "mem/backend.hpp"
 #include "mem/direct_path.hpp"
@@ -38,8 +39,14 @@ class PathChooser {
   // `opname` names the operation in errors; called only when there is one.
   PathSel select(const void* a, const void* b, const std::function<std::string()>& opname);
   RegCacheStats cache_stats() const;
-  // Why `kind` goes staged ("" when direct or not decided yet).
-  std::string staged_reason(Kind kind) const;
+  // dcclCommRegister: device memory that takes the direct path is registered now
+  // (the whole allocation holding [p, p+bytes)) and kept registered until
+  // deregister_user, so calls on it do no registration work; host memory and the
+  // staged path need nothing. Returns the handle; throws for memory outside one
+  // allocation, or when peer-direct is required but not viable.
+  void* register_user(const void* p, size_t bytes);
+  // Throws dcclInvalidArgument for a handle register_user did not return.
+  void deregister_user(void* handle);
   // Logs at INFO one line per memory kind: the path it takes and why. Decides
   // sim memory now; CUDA memory at its first use (unless DCCL_PEER_DIRECT=0),
   // so that a job without it never initialises the driver.
@@ -59,6 +66,13 @@ class PathChooser {
   Decision decisions_[3];
   std::unique_ptr<DirectPath> direct_;
   std::unique_ptr<StagedPath> staged_;
+  struct UserReg {
+    const void* p = nullptr;
+    bool direct = false;
+    RegCache::Ref ref;
+  };
+  // After direct_: released before the registrations' cache goes.
+  std::unordered_map<void*, std::unique_ptr<UserReg>> user_;
   mutable std::mutex mu_;
 };
 

@@ -7,6 +7,7 @@
 
 #include <strings.h>
 
+#include "core/config.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/types.hpp"
@@ -59,7 +60,7 @@ class SimBackend final : public Backend {
 
   Ticket copy_async(void* dst, const void* src, size_t bytes) override {
     SimWork w;
-    w.op = SimWork::Op::Copy;
+    w.op = SimWork::Step::Copy;
     w.n = bytes;
     if (bytes) {
       w.dst = view(dst, bytes, "copy_async destination", true);
@@ -74,7 +75,7 @@ class SimBackend final : public Backend {
     if (!core::op_valid(op))
       core::raise(dcclInvalidArgument, "sim: reduce_async: invalid op " + std::to_string(op));
     SimWork w;
-    w.op = SimWork::Op::Reduce;
+    w.op = SimWork::Step::Reduce;
     w.n = count;
     w.dt = dt;
     w.op_red = op;
@@ -96,7 +97,7 @@ class SimBackend final : public Backend {
     if (nranks < 1)
       core::raise(dcclInvalidArgument, "sim: avg_async: nranks " + std::to_string(nranks));
     SimWork w;
-    w.op = SimWork::Op::Avg;
+    w.op = SimWork::Step::Avg;
     w.n = count;
     w.dt = dt;
     w.arg = nranks;
@@ -106,7 +107,7 @@ class SimBackend final : public Backend {
 
   Ticket memset_async(void* dst, int value, size_t bytes) override {
     SimWork w;
-    w.op = SimWork::Op::Memset;
+    w.op = SimWork::Step::Memset;
     w.n = bytes;
     w.arg = value;
     if (bytes) w.dst = view(dst, bytes, "memset_async destination", false);
@@ -184,11 +185,12 @@ void sim_set_dmabuf_enabled(bool on) { g_dmabuf.store(on ? 1 : 0); }
 bool sim_dmabuf_enabled() {
   int v = g_dmabuf.load();
   if (v < 0) {
-    const char* e = getenv("DCCL_SIM_DMABUF");
-    int fresh = (e && (!strcmp(e, "0") || !strcasecmp(e, "false") || !strcasecmp(e, "off") ||
-                       !strcasecmp(e, "no")))
-                    ? 0
-                    : 1;
+    int fresh = 1;
+    try {
+      fresh = core::parse_bool(core::setting_text("DCCL_SIM_DMABUF"), "DCCL_SIM_DMABUF") ? 1 : 0;
+    } catch (const core::Error& e) {  // init refuses it, naming the setting; here it stays on
+      DCCL_WARN("%s", e.what());
+    }
     // A concurrent setter wins over the environment.
     g_dmabuf.compare_exchange_strong(v, fresh);
     v = g_dmabuf.load();

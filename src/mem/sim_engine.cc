@@ -12,14 +12,14 @@ namespace dccl::mem {
 
 std::string describe(const SimWork& w) {
   switch (w.op) {
-    case SimWork::Op::Copy:
+    case SimWork::Step::Copy:
       return "copy of " + std::to_string(w.n) + " bytes";
-    case SimWork::Op::Memset:
+    case SimWork::Step::Memset:
       return "memset of " + std::to_string(w.n) + " bytes";
-    case SimWork::Op::Reduce:
+    case SimWork::Step::Reduce:
       return std::string("reduce (") + core::dtype_name(w.dt) + " " + core::op_name(w.op_red) +
              ") of " + std::to_string(w.n) + " elements";
-    case SimWork::Op::Avg:
+    case SimWork::Step::Avg:
       return std::string("avg (") + core::dtype_name(w.dt) + " / " + std::to_string(w.arg) +
              ") of " + std::to_string(w.n) + " elements";
   }
@@ -50,16 +50,16 @@ Ticket SimEngine::submit(const SimWork& w) {
 
 void SimEngine::execute(const SimWork& w) {
   switch (w.op) {
-    case SimWork::Op::Copy:
+    case SimWork::Step::Copy:
       if (w.n && w.dst != w.a) std::memmove(w.dst, w.a, w.n);
       break;
-    case SimWork::Op::Memset:
+    case SimWork::Step::Memset:
       if (w.n) std::memset(w.dst, w.arg, w.n);
       break;
-    case SimWork::Op::Reduce:
+    case SimWork::Step::Reduce:
       if (w.n) kernels::reduce(w.dst, w.a, w.b, w.n, w.dt, w.op_red);
       break;
-    case SimWork::Op::Avg:
+    case SimWork::Step::Avg:
       if (w.n) kernels::finish_avg(w.dst, w.n, w.dt, w.arg);
       break;
   }

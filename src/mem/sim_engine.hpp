@@ -16,8 +16,8 @@
 namespace dccl::mem {
 
 struct SimWork {
-  enum class Op : uint8_t { Copy, Reduce, Avg, Memset };
-  Op op = Op::Copy;
+  enum class Step : uint8_t { Copy, Reduce, Avg, Memset };
+  Step op = Step::Copy;
   void* dst = nullptr;
   const void* a = nullptr;  // Copy: source
   const void* b = nullptr;

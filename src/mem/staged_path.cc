@@ -14,7 +14,7 @@ StagedPath::StagedPath(net::Transport& net, int rank, int nranks, size_t slot_by
       send_pools_(static_cast<size_t>(nranks)), recv_pools_(static_cast<size_t>(nranks)) {}
 
 StagedPath::~StagedPath() {
-  for (Op* op : active_) delete op;
+  for (Transfer* op : active_) delete op;
   for (auto* pools : {&send_pools_, &recv_pools_})
     for (auto& p : *pools)
       if (p) {
@@ -57,7 +57,7 @@ void StagedPath::pin(Pool& p, Backend& be) {
 }
 
 void StagedPath::post(bool send, int peer, char* p, size_t bytes, uint64_t tag, Xfer& x) {
-  auto* op = new Op;
+  auto* op = new Transfer;
   op->send = send;
   op->peer = peer;
   op->dev = p;
@@ -81,7 +81,7 @@ void StagedPath::post_recv(int peer, void* p, size_t bytes, uint64_t tag, Xfer& 
   post(false, peer, static_cast<char*>(p), bytes, tag, x);
 }
 
-void StagedPath::start_part(Op& op, int slot) {
+void StagedPath::start_part(Transfer& op, int slot) {
   Part& part = op.parts.emplace_back();
   part.off = op.started * slot_bytes_;
   part.len = op.bytes - part.off < slot_bytes_ ? op.bytes - part.off : slot_bytes_;
@@ -105,7 +105,7 @@ void StagedPath::start_part(Op& op, int slot) {
 // Strict FIFO: the oldest op with parts to start gets every free slot first.
 void StagedPath::grant(Pool& pool) {
   while (!pool.free.empty() && !pool.waiting.empty()) {
-    Op* op = pool.waiting.front();
+    Transfer* op = pool.waiting.front();
     int slot = pool.free.back();
     pool.free.pop_back();
     start_part(*op, slot);
@@ -113,7 +113,7 @@ void StagedPath::grant(Pool& pool) {
   }
 }
 
-void StagedPath::advance(Op& op) {
+void StagedPath::advance(Transfer& op) {
   bool sends_in_order = true;  // a part is sent only after every earlier part was
   for (Part& part : op.parts) {
     if (part.stage == Stage::CopyOut) {
@@ -150,7 +150,7 @@ void StagedPath::advance(Op& op) {
 }
 
 void StagedPath::advance_all() {
-  for (Op* op : active_) advance(*op);
+  for (Transfer* op : active_) advance(*op);
   for (auto* pools : {&send_pools_, &recv_pools_})
     for (auto& p : *pools)
       if (p && !p->waiting.empty()) grant(*p);
@@ -158,7 +158,7 @@ void StagedPath::advance_all() {
 
 bool StagedPath::progress(Xfer& x) {
   advance_all();
-  Op* op = static_cast<Op*>(x.path_state);
+  Transfer* op = static_cast<Transfer*>(x.path_state);
   const bool failed = !op->error.empty();
   if (!failed && op->finished < op->nparts) return false;
   if (!op->parts.empty()) return false;  // after a failure, let started parts drain first

@@ -38,7 +38,7 @@ class StagedPath : public DataPath {
     net::Request req;
   };
   struct Pool;
-  struct Op {
+  struct Transfer {
     bool send = false;
     int peer = -1;
     char* dev = nullptr;
@@ -54,15 +54,15 @@ class StagedPath : public DataPath {
     net::MemRegion* mr = nullptr;
     Backend* pinned = nullptr;  // the backend that page-locked the slots, if any
     std::vector<int> free;
-    std::deque<Op*> waiting;  // ops with parts not yet started, in posting order
+    std::deque<Transfer*> waiting;  // ops with parts not yet started, in posting order
   };
 
   void post(bool send, int peer, char* p, size_t bytes, uint64_t tag, Xfer& x);
   Pool& pool(int peer, bool send);
   void pin(Pool& p, Backend& be);
   void grant(Pool& pool);
-  void start_part(Op& op, int slot);
-  void advance(Op& op);
+  void start_part(Transfer& op, int slot);
+  void advance(Transfer& op);
   void advance_all();
   char* slot_ptr(const Pool& pool, int slot) const { return pool.base + static_cast<size_t>(slot) * slot_bytes_; }
 
@@ -72,7 +72,7 @@ class StagedPath : public DataPath {
   int slots_;
   PathCounters ctr_;
   std::vector<std::unique_ptr<Pool>> send_pools_, recv_pools_;
-  std::list<Op*> active_;
+  std::list<Transfer*> active_;
   bool pin_warned_ = false;
 };
 

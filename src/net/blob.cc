@@ -1,5 +1,6 @@
 #include <cstdlib>
 #include "net/blob.hpp"
+#include "core/host.hpp"
 
 #include <unistd.h>
 
@@ -127,11 +128,7 @@ std::vector<size_t> Blob::rails_of(const std::string& provider) const {
   return out;
 }
 
-std::string local_hostname() {
-  char buf[256] = {0};
-  if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
-  return buf;
-}
+std::string local_hostname() { return core::host_name(); }
 
 std::string local_boot_id() {
   std::ifstream f("/proc/sys/kernel/random/boot_id");

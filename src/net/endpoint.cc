@@ -101,13 +101,13 @@ Endpoint::~Endpoint() {
   ep_.reset();  // no completion can arrive after this
   std::lock_guard<std::mutex> lk(mu_);
   while (head_) {
-    Op* op = head_;
+    MsgOp* op = head_;
     head_ = op->next;
     delete op;
   }
-  for (Op* op : tx_backlog_) delete op;
-  for (Op* op : rx_backlog_) delete op;
-  for (Op* op : free_) delete op;
+  for (MsgOp* op : tx_backlog_) delete op;
+  for (MsgOp* op : rx_backlog_) delete op;
+  for (MsgOp* op : free_) delete op;
 }
 
 fi_addr_t Endpoint::insert(const std::string& addr, int peer) {
@@ -168,14 +168,14 @@ void Endpoint::close_buffer(Fid<fid_mr>& mr) {
   mr.reset();
 }
 
-Op* Endpoint::alloc_op() {
-  if (free_.empty()) return new Op();
-  Op* op = free_.back();
+MsgOp* Endpoint::alloc_op() {
+  if (free_.empty()) return new MsgOp();
+  MsgOp* op = free_.back();
   free_.pop_back();
   return op;
 }
 
-void Endpoint::free_op(Op* op) {
+void Endpoint::free_op(MsgOp* op) {
   op->mr.reset();
   op->req = nullptr;
   op->peek = false;
@@ -183,8 +183,8 @@ void Endpoint::free_op(Op* op) {
   free_.push_back(op);
 }
 
-int Endpoint::submit_locked(Op* op, const char** call) {
-  std::deque<Op*>& backlog = op->send ? tx_backlog_ : rx_backlog_;
+int Endpoint::submit_locked(MsgOp* op, const char** call) {
+  std::deque<MsgOp*>& backlog = op->send ? tx_backlog_ : rx_backlog_;
   if (!backlog.empty()) {  // keep the order of the calls
     backlog.push_back(op);
     return 0;
@@ -209,7 +209,7 @@ void Endpoint::post(bool send, fi_addr_t addr, void* buf, size_t len, uint64_t t
   // Set before the first post: early parts may complete while later ones are posted.
   req->pending_parts.store(static_cast<int>(parts), std::memory_order_release);
   for (size_t i = 0; i < parts; ++i) {
-    Op* op = alloc_op();
+    MsgOp* op = alloc_op();
     op->req = req;
     op->buf = static_cast<char*>(buf) + i * max_part_;
     op->len = std::min(max_part_, len - i * max_part_);
@@ -237,7 +237,7 @@ void Endpoint::post(bool send, fi_addr_t addr, void* buf, size_t len, uint64_t t
 std::string Endpoint::post_one(bool send, fi_addr_t addr, void* buf, size_t len, uint64_t tag, void* desc,
                                Request* req) {
   std::lock_guard<std::mutex> lk(mu_);
-  Op* op = alloc_op();
+  MsgOp* op = alloc_op();
   op->req = req;
   op->buf = static_cast<char*>(buf);
   op->len = len;
@@ -251,7 +251,7 @@ std::string Endpoint::post_one(bool send, fi_addr_t addr, void* buf, size_t len,
   return std::string(call) + " on " + label() + ": " + fi_strerror(-rc);
 }
 
-int Endpoint::try_post_locked(Op* op, const char** call) {
+int Endpoint::try_post_locked(MsgOp* op, const char** call) {
   size_t& posted = op->send ? tx_posted_ : rx_posted_;
   const size_t limit = op->send ? tx_limit_ : rx_limit_;
   if (limit && posted >= limit) return -FI_EAGAIN;
@@ -286,9 +286,9 @@ int Endpoint::try_post_locked(Op* op, const char** call) {
   return 0;
 }
 
-void Endpoint::flush_backlog_locked(std::deque<Op*>& q) {
+void Endpoint::flush_backlog_locked(std::deque<MsgOp*>& q) {
   while (!q.empty()) {
-    Op* op = q.front();
+    MsgOp* op = q.front();
     const char* call = nullptr;
     int rc = try_post_locked(op, &call);
     if (rc == -FI_EAGAIN) return;
@@ -302,7 +302,7 @@ void Endpoint::flush_backlog_locked(std::deque<Op*>& q) {
   }
 }
 
-void Endpoint::complete_locked(Op* op, size_t len, int err, const std::string& text_in) {
+void Endpoint::complete_locked(MsgOp* op, size_t len, int err, const std::string& text_in) {
   std::string text = text_in;
   if (!err && !op->send && !op->peek && len != op->len) {  // parts are cut alike at both ends: a short part is a mismatch
     err = FI_ETRUNC;
@@ -343,13 +343,13 @@ int Endpoint::drain_locked() {
     ssize_t n = fi_cq_read(cq_.get(), ent, kBatch);
     if (n > 0) {
       for (ssize_t i = 0; i < n; ++i)
-        complete_locked(reinterpret_cast<Op*>(ent[i].op_context), ent[i].len, 0, {});
+        complete_locked(reinterpret_cast<MsgOp*>(ent[i].op_context), ent[i].len, 0, {});
       total += static_cast<int>(n);
       if (static_cast<size_t>(n) < kBatch) break;
     } else if (n == -FI_EAVAIL) {
       fi_cq_err_entry e{};
       if (fi_cq_readerr(cq_.get(), &e, 0) == 1) {
-        Op* op = reinterpret_cast<Op*>(e.op_context);
+        MsgOp* op = reinterpret_cast<MsgOp*>(e.op_context);
         if (op) complete_locked(op, 0, e.err ? e.err : FI_EOTHER, cq_error_text(e));
         ++total;
       }
@@ -374,7 +374,7 @@ int Endpoint::progress(bool block) {
 bool Endpoint::peek(fi_addr_t addr, uint64_t tag, uint64_t ignore, size_t* len, int wait_ms) {
   Request r;
   r.pending_parts.store(1, std::memory_order_relaxed);
-  Op* op = nullptr;
+  MsgOp* op = nullptr;
   {
     std::lock_guard<std::mutex> lk(mu_);
     op = alloc_op();
@@ -409,7 +409,7 @@ bool Endpoint::peek(fi_addr_t addr, uint64_t tag, uint64_t ignore, size_t* len, 
 
 void Endpoint::cancel_all() {
   std::lock_guard<std::mutex> lk(mu_);
-  for (Op* op = head_; op; op = op->next) {
+  for (MsgOp* op = head_; op; op = op->next) {
     Request* r = op->req;
     if (!r) continue;
     fi_cancel(&ep_.get()->fid, &op->ctx);
@@ -422,7 +422,7 @@ void Endpoint::cancel_all() {
     op->req = nullptr;
   }
   for (auto* q : {&tx_backlog_, &rx_backlog_}) {
-    for (Op* op : *q) {
+    for (MsgOp* op : *q) {
       Request* r = op->req;
       if (!r->done.load(std::memory_order_acquire)) {
         r->fail("cancelled");

@@ -31,7 +31,7 @@ struct MemRegion {
 
 // One message (a whole request, or one part of a split one), posted or waiting in a
 // backlog to be posted.
-struct Op {
+struct MsgOp {
   fi_context2 ctx;  // first member: the provider hands &ctx back as op_context
   Request* req = nullptr;  // nullptr once cancelled: the completion is then dropped
   Fid<fid_mr> mr;          // internal registration on FI_MR_LOCAL providers
@@ -42,8 +42,8 @@ struct Op {
   uint64_t tag = 0;
   bool send = false;
   bool peek = false;  // FI_PEEK probe: its completion carries the message's length
-  Op* prev = nullptr;  // links in the outstanding list (posted ops)
-  Op* next = nullptr;
+  MsgOp* prev = nullptr;  // links in the outstanding list (posted ops)
+  MsgOp* next = nullptr;
 };
 
 class Endpoint {
@@ -117,13 +117,13 @@ class Endpoint {
 
  private:
   int drain_locked();
-  int try_post_locked(Op* op, const char** call);  // 0, -FI_EAGAIN or -error (in *call)
+  int try_post_locked(MsgOp* op, const char** call);  // 0, -FI_EAGAIN or -error (in *call)
   // Posts op now or queues it behind the backlog: 0, or -error with *call set (op freed).
-  int submit_locked(Op* op, const char** call);
-  void flush_backlog_locked(std::deque<Op*>& q);
-  void complete_locked(Op* op, size_t len, int err, const std::string& text);
-  Op* alloc_op();
-  void free_op(Op* op);
+  int submit_locked(MsgOp* op, const char** call);
+  void flush_backlog_locked(std::deque<MsgOp*>& q);
+  void complete_locked(MsgOp* op, size_t len, int err, const std::string& text);
+  MsgOp* alloc_op();
+  void free_op(MsgOp* op);
   std::string cq_error_text(const fi_cq_err_entry& e);
 
   std::string provider_;
@@ -144,11 +144,11 @@ class Endpoint {
   Fid<fid_ep> ep_;
 
   std::mutex mu_;
-  Op* head_ = nullptr;  // outstanding ops (doubly linked)
-  std::deque<Op*> tx_backlog_, rx_backlog_;
+  MsgOp* head_ = nullptr;  // outstanding ops (doubly linked)
+  std::deque<MsgOp*> tx_backlog_, rx_backlog_;
   size_t tx_posted_ = 0, rx_posted_ = 0;  // posted, not yet completed
   size_t tx_limit_ = 0, rx_limit_ = 0;    // the provider's queue sizes (0: no limit)
-  std::vector<Op*> free_;
+  std::vector<MsgOp*> free_;
   std::atomic<uint64_t> sent_{0}, recvd_{0};
 };
 

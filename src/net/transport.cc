@@ -23,6 +23,7 @@
 #include "net/provider.hpp"
 #include "net/rails.hpp"
 #include "net/shm_rescue.hpp"
+#include "core/backoff.hpp"
 
 namespace dccl::net {
 
@@ -30,12 +31,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// wait(): busy-poll for spin_us, then poll + sched_yield for kYieldWindow, then poll +
-// nanosleep from 1 us doubling up to kMaxNapNs (the kernel's 50 us timer slack applies).
+// wait(): core::Backoff (spin, yield, then growing naps) between polls.
 // fi_cq_sread is not used: shm peers do not signal the CQ's wait fd in 1.17 (it would be
 // a timed sleep), and blocking inside the domain lock would stall posting threads.
-constexpr auto kYieldWindow = std::chrono::microseconds(500);
-constexpr int64_t kMaxNapNs = 50000;
 
 std::string join(const std::vector<std::string>& v, const char* sep) {
   std::string out;
@@ -497,10 +495,9 @@ std::string FabricTransport::describe_req(const Request& r) const {
 
 void FabricTransport::wait(Request* const* reqs, size_t n, const std::string& what) {
   const auto t0 = Clock::now();
-  const auto spin_end = t0 + std::chrono::microseconds(std::max<int64_t>(opts_.spin_us, 0));
   const auto deadline = t0 + opts_.timeout;
+  core::Backoff backoff(opts_.spin_us, t0);
   size_t first = 0;  // reqs[0, first) are done
-  int64_t nap_ns = 1000;
   for (;;) {
     bool all = true;
     for (size_t i = first; i < n; ++i) {
@@ -518,19 +515,12 @@ void FabricTransport::wait(Request* const* reqs, size_t n, const std::string& wh
     if (all) return;
     progress();
     const auto now = Clock::now();
-    if (now < spin_end) continue;
     if (now >= deadline) break;
     // Past the spin budget, first yield (the peer we wait for may need this core: 8 ranks
-    // can share 2), then sleep in short, growing naps so that oversubscribed ranks leave
-    // the CPU to those with work (8 ranks on 2 cores, ring of 1 MiB: ~4x faster than
-    // yielding forever; 2-rank ping-pong keeps its ~1-5 us since it never gets here).
-    if (now < spin_end + kYieldWindow) {
-      sched_yield();
-    } else {
-      timespec ts{0, static_cast<long>(nap_ns)};
-      nanosleep(&ts, nullptr);
-      nap_ns = std::min<int64_t>(nap_ns * 2, kMaxNapNs);
-    }
+    // can share 2), then nap, so that oversubscribed ranks leave the CPU to those with
+    // work (8 ranks on 2 cores, ring of 1 MiB: ~4x faster than yielding forever; 2-rank
+    // ping-pong keeps its ~1-5 us since it never gets past the spin).
+    backoff.idle(now);
   }
   std::string pending;
   size_t count = 0;

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/config_table.hpp"
+
 namespace dccl::net {
 
 // The top six bits of every wire tag hold a hash of the message's length (of each
@@ -63,8 +65,8 @@ struct TransportOptions {
   int rank = 0;
   int nranks = 1;
   std::string provider;     // "" = automatic per peer; else e.g. "shm", "tcp", "tcp;ofi_rxm"
-  int64_t spin_us = 50;     // busy-poll this long before yielding/blocking
-  std::chrono::milliseconds timeout{600000};
+  int64_t spin_us = DCCL_DEFAULT_SPIN_US;     // busy-poll this long before yielding/blocking
+  std::chrono::milliseconds timeout{DCCL_DEFAULT_TIMEOUT_S * 1000};
   size_t max_part_bytes = 0;  // > 0: split messages above this size (tests); 0: provider limit
   std::string host;           // "" = gethostname(); tests set it to emulate several hosts
   // Rails (net/rails.hpp). local_rank: this process's place on its host, the same

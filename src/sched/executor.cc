@@ -1,5 +1,7 @@
 #include "sched/executor.hpp"
 
+#include <cstring>
+#include <memory>
 #include <string>
 
 #include "coll/algos.hpp"
@@ -52,6 +54,25 @@ coll::CtxInit base_init(Resources& res, const Op& op, coll::Label name) {
   return in;
 }
 
+// A PreMulSum's input scaled by this rank's scalar, in the operation's scratch (kept
+// by `ctx` until it ends). Elements: the whole input (nranks blocks for reduce-scatter).
+const void* premul_input(coll::Ctx& ctx, const Op& op, int nranks, int64_t timeout_ms) {
+  const size_t n = op.coll == Coll::ReduceScatter ? op.count * static_cast<size_t>(nranks) : op.count;
+  const size_t es = core::dtype_size(op.dt);
+  unsigned char scalar[8];
+  memcpy(scalar, op.scalar, sizeof(scalar));
+  if (op.scalar_ptr) {  // read now: the application may have changed it since the call
+    mem::Backend& be = mem::backend_of(op.scalar_ptr);
+    if (be.kind() == mem::Kind::Host)
+      memcpy(scalar, op.scalar_ptr, es);
+    else
+      be.wait(be.copy_async(scalar, op.scalar_ptr, es), timeout_ms);
+  }
+  void* out = ctx.scratch(n * es);
+  ctx.scale(out, op.send, n, scalar);
+  return out;
+}
+
 void account(Resources& res, const Op& op, size_t bytes) {
   res.stats->ops.fetch_add(1, std::memory_order_relaxed);
   (void)op;
@@ -93,12 +114,21 @@ void execute(Resources& res, std::span<const Op> ops) {
     const void* any = op.send ? op.send : op.recv;
     const bool device = any && mem::backend_of(any).kind() != mem::Kind::Host;
     tune::Choice ch = res.tuner->choose(op.coll, tuning_bytes(op, res.nranks), res.nranks, device);
+    // A PreMulSum sums scaled copies; `pre` keeps them until the operation ends.
+    std::unique_ptr<coll::Ctx> pre;
+    const void* send = op.send;
+    if (op.premul) {
+      coll::Label pname;
+      pname.text = std::string(tune::coll_name(op.coll)) + " #" + std::to_string(op.seq) + " (premulsum input)";
+      pre = std::make_unique<coll::Ctx>(base_init(res, op, pname));
+      send = premul_input(*pre, op, res.nranks, res.timeout_ms);
+    }
     if (ch.entry->hier) {
       if (!res.levels) core::raise(dcclInternalError, std::string("no sub-communicators for hierarchical ") + tune::coll_name(op.coll));
       DCCL_TRACE("%s #%llu hier: %zu x %s", tune::coll_name(op.coll), static_cast<unsigned long long>(op.seq), op.count,
                  core::dtype_name(op.dt));
       try {
-        ch.entry->hier(*res.levels, coll::SubOp{coll::SubColl::AllReduce, op.send, op.recv, op.count, op.dt, op.op, op.root});
+        ch.entry->hier(*res.levels, coll::SubOp{coll::SubColl::AllReduce, send, op.recv, op.count, op.dt, op.op, op.root});
       } catch (const core::Error& e) {
         throw core::Error(e.code(), core::describe(res.rank, std::string(tune::coll_name(op.coll)) + " #" +
                                                                  std::to_string(op.seq) + " (hier)",
@@ -117,7 +147,7 @@ void execute(Resources& res, std::span<const Op> ops) {
     in.chunk_bytes = ch.chunk_bytes;
     DCCL_TRACE("%s start", in.name.str().c_str());
     coll::Ctx ctx(in);
-    coll::Args args{op.send, op.recv, op.count, op.root};
+    coll::Args args{send, op.recv, op.count, op.root};
     ch.entry->flat(ctx, args);
     account(res, op, op.count * core::dtype_size(op.dt));
   }

@@ -5,6 +5,7 @@
 #include <span>
 #include <vector>
 
+#include "core/config_table.hpp"
 #include "coll/hier.hpp"
 #include "coll/scratch.hpp"
 #include "mem/path_choice.hpp"
@@ -25,8 +26,8 @@ struct Resources {
   // Scratch per memory kind (host, sim, cuda), made on first use and kept.
   std::unique_ptr<coll::ScratchPool> scratch[3];
   coll::ScratchPool& scratch_for(mem::Backend& be);
-  int64_t spin_us = 50;
-  int64_t timeout_ms = 600000;
+  int64_t spin_us = DCCL_DEFAULT_SPIN_US;
+  int64_t timeout_ms = DCCL_DEFAULT_TIMEOUT_S * 1000;
   bool check = false;  // DCCL_CHECK
   net::ShmSegment* smem = nullptr;
   coll::Levels* levels = nullptr;  // sub-communicators for hierarchical algorithms, if any

@@ -20,6 +20,12 @@ struct Op {
   bool is_send = false;    // send/recv
   uint64_t seq = 0;        // collective sequence number (tags)
   uint64_t p2p_tag = 0;    // send/recv: tag from the per-pair counter
+  // PreMulSum (op is then dcclSum): each rank's input is first multiplied by its
+  // scalar, one element of dt: `scalar` itself, or read from scalar_ptr (host or
+  // device memory) when the operation runs.
+  bool premul = false;
+  alignas(8) unsigned char scalar[8] = {};
+  const void* scalar_ptr = nullptr;
 };
 
 }  // namespace dccl::sched

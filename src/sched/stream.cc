@@ -4,6 +4,8 @@
 
 #include <chrono>
 
+#include "core/cpu.hpp"
+
 namespace dccl::sched {
 
 Stream::Stream() : worker_([this] { run(); }) {}
@@ -28,7 +30,7 @@ bool poll_briefly(F done) {
       if (std::chrono::steady_clock::now() > until) return false;
       sched_yield();
     }
-    __builtin_ia32_pause();
+    core::cpu_relax();
   }
 }
 }  // namespace

@@ -1,4 +1,5 @@
 #include "tune/topology.hpp"
+#include "core/host.hpp"
 
 #include <sched.h>
 #include <unistd.h>
@@ -73,11 +74,7 @@ Topology make_topology(const std::vector<std::string>& ids, int rank) {
 std::string host_identity(const std::string& host_id_setting, const std::string& hostname) {
   if (!host_id_setting.empty()) return host_id_setting;
   std::string name = hostname;
-  if (name.empty()) {
-    char h[256] = {0};
-    gethostname(h, sizeof(h) - 1);
-    name = h;
-  }
+  if (name.empty()) name = core::host_name();
   // Two machines may share a hostname; one machine keeps its boot id until reboot.
   std::string boot;
   std::ifstream f("/proc/sys/kernel/random/boot_id");

@@ -250,12 +250,16 @@ int main(int argc, char** argv) {
   };
   std::vector<Setting> settings = {
       {"", "", true},  // the tuner's choice
-      {"allreduce:ring,broadcast:chain,reduce:chain,allgather:ring", "1K", true},
+      // 256-byte chunks: more chunks than the chain keeps in flight (8).
+      {"allreduce:ring,broadcast:chain,reduce:chain,allgather:ring", "256", true},
       {"allreduce:rhd,broadcast:tree,reduce:tree,allgather:bruck", "", false},
       {"allreduce:rd", "", false},
       {"allreduce:smem", "", false},
       // 256-byte chunk slots: many chunks, parts of one cache line, empty parts above 4 ranks.
       {"allreduce:smem_rs,reduce_scatter:smem,allgather:smem", "", true, "256"},
+      // 4-byte slots: too small for 8-byte types (and one element per rank): the
+      // segment algorithms fall back to their message-based equivalents.
+      {"allreduce:smem_rs,reduce_scatter:smem,allgather:smem", "", true, "4"},
   };
   if (suite == "large")
     settings = {{"", "", false},
