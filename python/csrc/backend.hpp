@@ -85,9 +85,17 @@ class Worker {
 
 // DirectCCL type of a tensor's dtype for reductions; throws naming rank, op and dtype.
 dcclDataType_t reduce_type(const at::Tensor& t, int rank, int size, const std::string& op);
-// DirectCCL reduction for a PyTorch ReduceOp on dtype t; throws for BAND, BOR,
-// BXOR, PREMUL_SUM and for sums of bool.
-dcclRedOp_t reduce_op(const c10d::ReduceOp& op, const at::Tensor& t, int rank, int size, const std::string& name);
+// A reduction as the worker runs it: DirectCCL's op, or for PREMUL_SUM its
+// factor, which the worker turns into a DirectCCL PreMulSum op around the call.
+struct Reduction {
+  dcclRedOp_t op = dcclSum;
+  bool premul = false;
+  double factor = 1.0;
+  at::ScalarType dtype = at::kFloat;  // the tensors', for the factor's representation
+};
+// The reduction for a PyTorch ReduceOp on dtype t; throws for BAND, BOR, BXOR,
+// for sums of bool and for PREMUL_SUM on a dtype that is not floating point.
+Reduction reduction(const c10d::ReduceOp& op, const at::Tensor& t, int rank, int size, const std::string& name);
 // Throws unless t is a defined, dense CPU tensor.
 void check_tensor(const at::Tensor& t, int rank, int size, const std::string& op);
 // Throws unless the list holds exactly one tensor (one device per process).
@@ -158,6 +166,10 @@ class ProcessGroupDCCL : public c10d::ProcessGroup {
   void check(dcclResult_t r, const std::string& op) const;
   std::chrono::milliseconds bound(std::chrono::milliseconds opt) const;
   void check_peer(int peer, const std::string& op) const;
+  // On the worker: check(call(op)) with r's DirectCCL op; for PREMUL_SUM a
+  // PreMulSum op of the factor in dtype dt is made before and destroyed after.
+  void reduce_with(const Reduction& r, dcclDataType_t dt, const std::string& op,
+                   const std::function<dcclResult_t(dcclRedOp_t)>& call) const;
   // On the worker: one DirectCCL group of sends and receives (zero-byte ones
   // skipped); throws with the first failure's text after closing the group.
   struct Transfer {

@@ -113,13 +113,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDCCL::reduce_scatter(std::vector<at::
                                std::to_string(size_));
   for (size_t i = 0; i < ins.size(); ++i) check_same(out, ins[i], true, rank_, size_, op, "input " + std::to_string(i));
   const dcclDataType_t dt = reduce_type(out, rank_, size_, op);
-  const dcclRedOp_t rop = reduce_op(opts.reduceOp, out, rank_, size_, op);
-  return enqueue(c10d::OpType::REDUCE_SCATTER, op, {out}, bound(opts.timeout), [this, op, out, ins, dt, rop] {
+  const Reduction red = reduction(opts.reduceOp, out, rank_, size_, op);
+  return enqueue(c10d::OpType::REDUCE_SCATTER, op, {out}, bound(opts.timeout), [this, op, out, ins, dt, red] {
     const int64_t n = out.numel();
     at::Tensor flat = at::empty({n * size_}, out.options().memory_format(at::MemoryFormat::Contiguous));
     for (int i = 0; i < size_; ++i) flat.narrow(0, i * n, n).copy_(ins[static_cast<size_t>(i)].reshape({n}));
     Dense dst(out);
-    check(dcclReduceScatter(flat.data_ptr(), dst.data(), dst.numel(), dt, rop, comm_, nullptr), op);
+    reduce_with(red, dt, op, [&](dcclRedOp_t r) {
+      return dcclReduceScatter(flat.data_ptr(), dst.data(), dst.numel(), dt, r, comm_, nullptr);
+    });
     dst.finish();
   });
 }
@@ -133,11 +135,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDCCL::_reduce_scatter_base(at::Tensor
     fail(rank_, size_, op, "the input has " + std::to_string(input.numel()) + " elements, expected group size x output = " +
                                std::to_string(output.numel() * size_));
   const dcclDataType_t dt = reduce_type(output, rank_, size_, op);
-  const dcclRedOp_t rop = reduce_op(opts.reduceOp, output, rank_, size_, op);
+  const Reduction red = reduction(opts.reduceOp, output, rank_, size_, op);
   return enqueue(c10d::OpType::_REDUCE_SCATTER_BASE, op, {output}, bound(opts.timeout),
-                 [this, op, input, output, dt, rop] {
+                 [this, op, input, output, dt, red] {
                    Dense src(input), dst(output);
-                   check(dcclReduceScatter(src.data(), dst.data(), dst.numel(), dt, rop, comm_, nullptr), op);
+                   reduce_with(red, dt, op, [&](dcclRedOp_t r) {
+                     return dcclReduceScatter(src.data(), dst.data(), dst.numel(), dt, r, comm_, nullptr);
+                   });
                    dst.finish();
                  });
 }

@@ -85,6 +85,22 @@ void ProcessGroupDCCL::check(dcclResult_t r, const std::string& op) const {
   if (r != dcclSuccess) throw std::runtime_error(describe(rank_, size_, op, dccl_text(r, comm_)));
 }
 
+void ProcessGroupDCCL::reduce_with(const Reduction& r, dcclDataType_t dt, const std::string& op,
+                                   const std::function<dcclResult_t(dcclRedOp_t)>& call) const {
+  if (!r.premul) {
+    check(call(r.op), op);
+    return;
+  }
+  // The factor in the tensors' own dtype (dt is its DirectCCL type), copied at creation.
+  const at::Tensor scalar = at::scalar_tensor(r.factor, at::TensorOptions().dtype(r.dtype));
+  dcclRedOp_t premul;
+  check(dcclRedOpCreatePreMulSum(&premul, scalar.data_ptr(), dt, dcclScalarHostImmediate, comm_), op);
+  const dcclResult_t res = call(premul);
+  const std::string text = res == dcclSuccess ? std::string() : dccl_text(res, comm_);  // before the next call replaces it
+  dcclRedOpDestroy(premul, comm_);
+  if (res != dcclSuccess) throw std::runtime_error(describe(rank_, size_, op, text));
+}
+
 void ProcessGroupDCCL::check_peer(int peer, const std::string& op) const {
   if (peer < 0 || peer >= size_)
     throw std::runtime_error(describe(rank_, size_, op, "peer rank " + std::to_string(peer) + " is outside [0, " +
@@ -105,10 +121,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDCCL::allreduce(std::vector<at::Tenso
   const std::string op = "all_reduce";
   const at::Tensor& t = single(tensors, rank_, size_, op);
   const dcclDataType_t dt = reduce_type(t, rank_, size_, op);
-  const dcclRedOp_t rop = reduce_op(opts.reduceOp, t, rank_, size_, op);
-  return enqueue(c10d::OpType::ALLREDUCE, op, {t}, bound(opts.timeout), [this, op, t, dt, rop] {
+  const Reduction red = reduction(opts.reduceOp, t, rank_, size_, op);
+  return enqueue(c10d::OpType::ALLREDUCE, op, {t}, bound(opts.timeout), [this, op, t, dt, red] {
     Dense d(t);
-    check(dcclAllReduce(d.data(), d.data(), d.numel(), dt, rop, comm_, nullptr), op);
+    reduce_with(red, dt, op, [&](dcclRedOp_t r) { return dcclAllReduce(d.data(), d.data(), d.numel(), dt, r, comm_, nullptr); });
     d.finish();
   });
 }
@@ -134,10 +150,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDCCL::reduce(std::vector<at::Tensor>&
   check_peer(static_cast<int>(opts.rootRank), op);
   const int root = static_cast<int>(opts.rootRank);
   const dcclDataType_t dt = reduce_type(t, rank_, size_, op);
-  const dcclRedOp_t rop = reduce_op(opts.reduceOp, t, rank_, size_, op);
-  return enqueue(c10d::OpType::REDUCE, op, {t}, bound(opts.timeout), [this, op, t, dt, rop, root] {
+  const Reduction red = reduction(opts.reduceOp, t, rank_, size_, op);
+  return enqueue(c10d::OpType::REDUCE, op, {t}, bound(opts.timeout), [this, op, t, dt, red, root] {
     Dense d(t);
-    check(dcclReduce(d.data(), d.data(), d.numel(), dt, rop, root, comm_, nullptr), op);
+    reduce_with(red, dt, op, [&](dcclRedOp_t r) { return dcclReduce(d.data(), d.data(), d.numel(), dt, r, root, comm_, nullptr); });
     d.finish();
   });
 }

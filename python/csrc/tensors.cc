@@ -35,23 +35,36 @@ dcclDataType_t reduce_type(const at::Tensor& t, int rank, int size, const std::s
   }
 }
 
-dcclRedOp_t reduce_op(const c10d::ReduceOp& op, const at::Tensor& t, int rank, int size, const std::string& name) {
+Reduction reduction(const c10d::ReduceOp& op, const at::Tensor& t, int rank, int size, const std::string& name) {
   const bool is_bool = t.scalar_type() == at::kBool;
+  const std::string known = " (DirectCCL reduces with SUM, PRODUCT, MIN, MAX, AVG and PREMUL_SUM)";
   switch (op.op_) {
     case c10d::ReduceOp::SUM:
       if (is_bool) fail(rank, size, name, "SUM of bool tensors is refused (a sum over ranks leaves bool's 0/1 range); MAX is a logical or, MIN a logical and");
-      return dcclSum;
+      return {dcclSum};
     case c10d::ReduceOp::AVG:
       if (is_bool) fail(rank, size, name, "AVG of bool tensors is refused (MAX is a logical or, MIN a logical and)");
-      return dcclAvg;
-    case c10d::ReduceOp::PRODUCT: return dcclProd;
-    case c10d::ReduceOp::MIN: return dcclMin;
-    case c10d::ReduceOp::MAX: return dcclMax;
-    case c10d::ReduceOp::BAND: fail(rank, size, name, "ReduceOp.BAND is not supported by DirectCCL (SUM, PRODUCT, MIN, MAX, AVG)");
-    case c10d::ReduceOp::BOR: fail(rank, size, name, "ReduceOp.BOR is not supported by DirectCCL (SUM, PRODUCT, MIN, MAX, AVG)");
-    case c10d::ReduceOp::BXOR: fail(rank, size, name, "ReduceOp.BXOR is not supported by DirectCCL (SUM, PRODUCT, MIN, MAX, AVG)");
-    case c10d::ReduceOp::PREMUL_SUM:
-      fail(rank, size, name, "ReduceOp.PREMUL_SUM is not supported by DirectCCL (SUM, PRODUCT, MIN, MAX, AVG)");
+      return {dcclAvg};
+    case c10d::ReduceOp::PRODUCT: return {dcclProd};
+    case c10d::ReduceOp::MIN: return {dcclMin};
+    case c10d::ReduceOp::MAX: return {dcclMax};
+    case c10d::ReduceOp::PREMUL_SUM: {
+      if (!t.is_floating_point())
+        fail(rank, size, name, "PREMUL_SUM takes floating-point tensors (its factor is a float), not " + dtype_name(t));
+      const auto* s = dynamic_cast<const c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
+      if (!s) fail(rank, size, name, "ReduceOp.PREMUL_SUM came without its factor (make it with _make_nccl_premul_sum)");
+      double factor = s->double_factor;
+      if (!s->tensor_factors.empty()) {  // one factor tensor per device: this process's one
+        const at::Tensor& f = s->tensor_factors[0];
+        if (s->tensor_factors.size() != 1 || !f.device().is_cpu() || f.numel() != 1)
+          fail(rank, size, name, "PREMUL_SUM's factor must be one CPU tensor of one element");
+        factor = f.item<double>();  // read when the call is made
+      }
+      return {dcclSum, true, factor, t.scalar_type()};
+    }
+    case c10d::ReduceOp::BAND: fail(rank, size, name, "ReduceOp.BAND is not supported" + known);
+    case c10d::ReduceOp::BOR: fail(rank, size, name, "ReduceOp.BOR is not supported" + known);
+    case c10d::ReduceOp::BXOR: fail(rank, size, name, "ReduceOp.BXOR is not supported" + known);
     default: fail(rank, size, name, "unknown ReduceOp " + std::to_string(static_cast<int>(op.op_)));
   }
 }

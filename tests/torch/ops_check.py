@@ -18,7 +18,7 @@ import torch
 import torch.distributed as dist
 
 import torch_dccl  # noqa: F401  registers "dccl"
-from reference import Checker, make_input, reduce_ref, same_on_gloo, tolerance
+from reference import PREMUL_FACTOR, Checker, make_input, reduce_ref, same_on_gloo, tolerance
 
 DTYPES = [torch.int8, torch.uint8, torch.int32, torch.int64, torch.float16, torch.bfloat16,
           torch.float32, torch.float64, torch.bool]
@@ -27,14 +27,24 @@ OPS = {"SUM": dist.ReduceOp.SUM, "PRODUCT": dist.ReduceOp.PRODUCT, "MIN": dist.R
 
 
 def ops_for(dtype):
-    return ["MIN", "MAX", "PRODUCT"] if dtype == torch.bool else list(OPS)
+    if dtype == torch.bool:
+        return ["MIN", "MAX", "PRODUCT"]
+    return list(OPS) + (["PREMUL"] if dtype.is_floating_point else [])
+
+
+def op_of(name, tensor_factor=False):
+    """The ReduceOp for a name; PREMUL is PREMUL_SUM of PREMUL_FACTOR, given as a
+    float or as a one-element tensor."""
+    if name != "PREMUL":
+        return OPS[name]
+    return dist._make_nccl_premul_sum([torch.tensor([PREMUL_FACTOR])] if tensor_factor else PREMUL_FACTOR)
 
 
 def check_reductions(c, g, ref_g, ranks, dtype):
     """all_reduce (every op), reduce, reduce_scatter (list and tensor) on group g."""
     me, n = dist.get_rank(g), len(ranks)
     for name in ops_for(dtype):
-        op = OPS[name]
+        op = op_of(name)
         inputs = [make_input(7, r, dtype, (5, 3)) for r in range(n)]
         tol = tolerance(inputs, name, dtype)
         want = same_on_gloo(ref_g, lambda t: dist.all_reduce(t, op=op, group=ref_g), inputs[me].clone(),
@@ -45,11 +55,12 @@ def check_reductions(c, g, ref_g, ranks, dtype):
         # reduce to the last rank: only the root's tensor is defined afterwards
         root = n - 1
         got = inputs[me].clone()
-        dist.reduce(got, dst=ranks[root], op=op, group=g)
+        dist.reduce(got, dst=ranks[root], op=op_of(name, tensor_factor=True), group=g)
         if me == root:
             c.same(f"reduce {name} {dtype}", got, reduce_ref(inputs, name), tol)
-    for name in ("SUM", "MAX") if dtype != torch.bool else ("MAX",):
-        op = OPS[name]
+    names = ("MAX",) if dtype == torch.bool else ("SUM", "MAX", "PREMUL") if dtype.is_floating_point else ("SUM", "MAX")
+    for name in names:
+        op = op_of(name)
         blocks = [[make_input(11 + b, r, dtype, (4,)) for b in range(n)] for r in range(n)]
         mine = [blocks[r][me] for r in range(n)]
         tol = tolerance(mine, name, dtype)
@@ -61,7 +72,7 @@ def check_reductions(c, g, ref_g, ranks, dtype):
         dist.reduce_scatter(got, [t.clone() for t in blocks[me]], op=op, group=g)
         c.same(f"reduce_scatter {name} {dtype}", got, want, tol)
         got = torch.empty(4, dtype=dtype)
-        dist.reduce_scatter_tensor(got, torch.cat(blocks[me]), op=op, group=g)
+        dist.reduce_scatter_tensor(got, torch.cat(blocks[me]), op=op_of(name, tensor_factor=True), group=g)
         c.same(f"reduce_scatter_tensor {name} {dtype}", got, want, tol)
 
 
@@ -166,6 +177,8 @@ def check_refusals(c, g):
     me = dist.get_rank()
     c.raises("int16 all_reduce", "dtype Short cannot be reduced", dist.all_reduce, torch.ones(3, dtype=torch.int16), group=g)
     c.raises("bool SUM", "SUM of bool", dist.all_reduce, torch.ones(3, dtype=torch.bool), group=g)
+    c.raises("int PREMUL_SUM", "PREMUL_SUM takes floating-point tensors", dist.all_reduce,
+             torch.ones(3, dtype=torch.int32), op=op_of("PREMUL"), group=g)
     for name in ("BAND", "BOR", "BXOR"):
         c.raises(f"{name}", f"ReduceOp.{name} is not supported", dist.all_reduce, torch.ones(3, dtype=torch.int32),
                  op=getattr(dist.ReduceOp, name), group=g)
