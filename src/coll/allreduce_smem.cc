@@ -9,6 +9,7 @@
 // rank waited for all flags of k+1 before it got to k+2, so no separate "done"
 // flag (and no extra cache-line transfer) is needed.
 #include <cstring>
+#include <string>
 
 #include "coll/algos.hpp"
 #include "kernels/reduce.hpp"
@@ -30,9 +31,21 @@ void allreduce_smem(Ctx& c, const Args& a) {
   const int p = static_cast<int>(k & 1);
   c.start_deadline();
   memcpy(seg.slot(r, p), a.send, bytes);
-  seg.seq(r, p).store(k, std::memory_order_release);
-  for (int q = 0; q < n; ++q)
-    if (q != r) smem_await(c, "its contribution", q, [&] { return seg.seq(q, p).load(std::memory_order_acquire) == k; });
+  // The slot's word carries the operation (high half) and its byte count (low
+  // half): ranks whose counts differ find out here instead of reducing garbage.
+  const uint64_t word = (k << 32) | static_cast<uint32_t>(bytes);
+  seg.seq(r, p).store(word, std::memory_order_release);
+  for (int q = 0; q < n; ++q) {
+    if (q == r) continue;
+    uint64_t theirs = 0;
+    smem_await(c, "its contribution", q, [&] {
+      theirs = seg.seq(q, p).load(std::memory_order_acquire);
+      return (theirs >> 32) == (k & 0xffffffffULL);
+    });
+    if (theirs != word)
+      c.refuse(dcclInvalidUsage, "rank " + std::to_string(q) + " passed " + std::to_string(theirs & 0xffffffffULL) +
+                                     " bytes, this rank " + std::to_string(bytes) + ": the count differs between ranks");
+  }
   if (n == 1) {
     memcpy(a.recv, seg.slot(0, p), bytes);
   } else {

@@ -52,6 +52,10 @@ void Ctx::stop(dcclResult_t code, const std::string& what) const {
   throw core::Error(code, what);
 }
 
+void Ctx::refuse(dcclResult_t code, const std::string& why) const {
+  stop(code, core::describe(in_.rank, name(), why));
+}
+
 void Ctx::fail(const Xfer& x, const std::string& cause) {
   stop(dcclRemoteError, core::describe(in_.rank, name(), where(x) + " failed: " + cause));
 }

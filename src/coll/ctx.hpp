@@ -124,6 +124,8 @@ class Ctx {
   void check_deadline(const char* what, int peer);
   std::string peer_name(int peer) const;
   void check_failed() const;
+  // Ends the operation with `code`, naming this rank, the operation and `why`.
+  [[noreturn]] void refuse(dcclResult_t code, const std::string& why) const;
 
  private:
   bool poll(Xfer& x);  // progress the data path; true when complete

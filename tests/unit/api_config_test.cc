@@ -365,3 +365,33 @@ TEST(ApiConfig, SplitTakesTheConfig) {
 }
 
 }  // namespace
+
+namespace {
+// A count that differs between ranks on the one-shot shared segment is an error on
+// every rank (before: the slots carried no length, and the ranks reduced garbage).
+TEST(ApiConfig, OneShotCountMismatchIsAnErrorOnEveryRank) {
+  for (int n : {2, 3}) {
+    std::vector<dcclResult_t> rc;
+    auto cs = init_all(n, {}, &rc);
+    for (int r = 0; r < n; ++r) ASSERT_EQ(rc[static_cast<size_t>(r)], dcclSuccess);
+    std::vector<dcclResult_t> got(static_cast<size_t>(n), dcclSuccess);
+    std::vector<std::string> why(static_cast<size_t>(n));
+    on_ranks(n, [&](int r) {
+      std::vector<float> x(64, 1.0f);
+      const size_t count = r == 0 ? 16 : 20;
+      got[static_cast<size_t>(r)] =
+          dcclAllReduce(x.data(), x.data(), count, dcclFloat32, dcclSum, cs[static_cast<size_t>(r)], nullptr);
+      why[static_cast<size_t>(r)] = last_error();
+    });
+    for (int r = 0; r < n; ++r) {
+      EXPECT_NE(got[static_cast<size_t>(r)], dcclSuccess) << "rank " << r;
+      EXPECT_TRUE(why[static_cast<size_t>(r)].find("count differs") != std::string::npos ||
+                  why[static_cast<size_t>(r)].find("stopped") != std::string::npos)
+          << why[static_cast<size_t>(r)];
+    }
+    EXPECT_EQ(got[0], dcclInvalidUsage) << why[0];
+    EXPECT_NE(why[0].find("rank 0"), std::string::npos) << why[0];
+    on_ranks(n, [&](int r) { EXPECT_EQ(dcclCommAbort(cs[static_cast<size_t>(r)]), dcclSuccess); });
+  }
+}
+}  // namespace
