@@ -9,10 +9,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 
 namespace dccl::net {
 
@@ -46,7 +48,11 @@ std::string region_name(const std::string& address) {
 
 }  // namespace
 
-std::string unlock_dead_shm_region(const std::string& address, pid_t pid) {
+namespace {
+// Maps the region at `address` whose header names `pid`, runs act(lock) and unmaps;
+// "" when done, else why nothing was touched.
+template <class Act>
+std::string with_region_lock(const std::string& address, pid_t pid, Act act) {
   const std::string name = region_name(address);
   if (name.empty() || name.find('/') != std::string::npos) return "not an shm address";
   const std::string path = "/dev/shm/" + name;
@@ -62,13 +68,35 @@ std::string unlock_dead_shm_region(const std::string& address, pid_t pid) {
   close(fd);
   if (p == MAP_FAILED) return path + ": mmap: " + std::strerror(errno);
   auto* head = static_cast<RegionHead*>(p);
-  if (head->version != kRegionVersion || head->pid != pid || head->base_addr == nullptr) {
+  if (head->version != kRegionVersion || head->pid != pid || head->base_addr == nullptr)
     why = path + ": unknown region layout (version " + std::to_string(head->version) + ")";
-  } else {
-    pthread_spin_unlock(&head->lock);
-  }
+  else
+    why = act(&head->lock);
   munmap(p, sizeof(RegionHead));
   return why;
+}
+}  // namespace
+
+std::string unlock_dead_shm_region(const std::string& address, pid_t pid) {
+  return with_region_lock(address, pid, [](pthread_spinlock_t* lock) {
+    pthread_spin_unlock(lock);
+    return std::string();
+  });
+}
+
+std::string release_stuck_own_region(const std::string& address, int hold_ms) {
+  return with_region_lock(address, getpid(), [hold_ms](pthread_spinlock_t* lock) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(hold_ms);
+    while (std::chrono::steady_clock::now() < until) {
+      if (pthread_spin_trylock(lock) == 0) {  // free, or came free: nobody is stuck
+        pthread_spin_unlock(lock);
+        return std::string();
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    pthread_spin_unlock(lock);  // held all along: by the dead sender
+    return std::string("released");
+  });
 }
 
 void reap_orphaned_shm_regions() {

@@ -23,6 +23,15 @@ namespace dccl::net {
 // when done, else why nothing was touched.
 std::string unlock_dead_shm_region(const std::string& address, pid_t pid);
 
+// A sender killed while holding the lock of this process's own region (the one it
+// was delivering into) leaves it taken: this process's progress and every other
+// sender to it then spin in the provider. Once a peer is known dead, the failure
+// watcher calls this with this process's own shm endpoint address: a lock that
+// stays taken for `hold_ms` (a live holder keeps it for microseconds) is released.
+// Returns "" when the lock was free or came free, "released" when it was forced,
+// else why nothing was touched.
+std::string release_stuck_own_region(const std::string& address, int hold_ms);
+
 // The provider names its region /dev/shm/<pid>:<n>:<m> and leaves it behind when
 // the process is killed; a later process with the same pid then fails fi_enable
 // with EBUSY. Removes such regions of this user whose process no longer exists.

@@ -108,6 +108,12 @@ class FabricTransport final : public Transport {
         DCCL_INFO("net: rank %d left the shm region of exited process %d alone: %s", opts_.rank,
                   static_cast<int>(p.pid), why.c_str());
     }
+    // A dead sender may also hold this process's own region lock.
+    for (auto& ep : eps_) {
+      if (ep->provider() != kShmProvider) continue;
+      const std::string why = release_stuck_own_region(ep->address(), 50);
+      if (!why.empty()) DCCL_INFO("net: rank %d own shm region: %s", opts_.rank, why.c_str());
+    }
   }
   void abandon() override {
     bool any = false;
