@@ -78,6 +78,15 @@ void close_and_free(dcclComm* comm, const char* fn) {
                                                              " began has not returned that long after; the "
                                                              "communicator is left allocated"));
 }
+// A handle leaving the registry: waits for its non-blocking init (bounded by the
+// init's timeout) and adopts what it made. False when nothing was made (the init
+// failed): the handle is freed here.
+bool adopt_for_close(dcclComm* comm) {
+  api::join_init(comm);
+  if (comm->impl) return true;
+  delete comm;
+  return false;
+}
 }  // namespace
 
 extern "C" {
@@ -195,12 +204,7 @@ dcclResult_t dcclCommDestroy(dcclComm_t comm) {
     if (!comm) core::raise(dcclInvalidArgument, "dcclCommDestroy: comm is NULL");
     if (!api::unregister_comm(comm))
       core::raise(dcclInvalidUsage, "dcclCommDestroy: comm is not a live communicator (destroyed twice?)");
-    api::join_init(comm);
-    if (!comm->impl) {  // its non-blocking init failed: nothing was made
-      delete comm;
-      return;
-    }
-    close_and_free(comm, "dcclCommDestroy");
+    if (adopt_for_close(comm)) close_and_free(comm, "dcclCommDestroy");
   });
 }
 
@@ -208,12 +212,7 @@ dcclResult_t dcclCommAbort(dcclComm_t comm) {
   return api::guard("dcclCommAbort", [&] {
     std::string text;
     if (api::init_state(comm, "dcclCommAbort", &text) != dcclSuccess) {  // init running or failed
-      if (!api::unregister_comm(comm)) return;
-      api::join_init(comm);  // bounded by the init's timeout
-      if (!comm->impl) {
-        delete comm;
-        return;
-      }
+      if (!api::unregister_comm(comm) || !adopt_for_close(comm)) return;
       comm->impl->abort();
     } else {
       api::comm_of(comm, "dcclCommAbort").abort();

@@ -1,6 +1,5 @@
 #include "api/config.hpp"
 
-#include <climits>
 #include <cstddef>
 #include <string>
 
@@ -10,10 +9,8 @@
 
 namespace dccl::api {
 
-namespace {
 // The application's struct reaches past `field`: an older, smaller one does not.
 #define DCCL_HAS(c, field) ((c)->size >= offsetof(dcclConfig_t, field) + sizeof((c)->field))
-}  // namespace
 
 core::Config apply_config(const dcclConfig_t* c, core::Config cfg, int rank, const char* fn, bool* blocking) {
   if (blocking) *blocking = true;
@@ -61,5 +58,7 @@ core::Config apply_config(const dcclConfig_t* c, core::Config cfg, int rank, con
   }
   return cfg;
 }
+
+#undef DCCL_HAS
 
 }  // namespace dccl::api

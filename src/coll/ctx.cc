@@ -1,7 +1,5 @@
 #include "coll/ctx.hpp"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstring>

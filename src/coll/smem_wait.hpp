@@ -1,6 +1,5 @@
 // Waiting on flags in the host shared-memory segment (coll/allreduce_smem*.cc).
 #pragma once
-#include <sched.h>
 
 #include <algorithm>
 #include <cstdint>

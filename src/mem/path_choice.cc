@@ -25,21 +25,12 @@ PathSel PathChooser::select(const void* a, const void* b, const std::function<st
   PathSel sel;
   sel.backend = be;
   if (be->kind() == Kind::Host) return sel;
-  for (const void* p : {a, b}) {
-    if (!p) continue;
-    std::string why = be->unusable_reason(p);
-    if (!why.empty()) core::raise(dcclInvalidArgument, core::describe(opts_.rank, opname(), why));
-  }
+  for (const void* p : {a, b})
+    if (p) check_usable(*be, p, opname);
 
   std::lock_guard<std::mutex> lk(mu_);
-  const Decision& d = decide(be->kind());
-  if (!d.direct && opts_.mode == "1")
-    core::raise(dcclUnavailable,
-                core::describe(opts_.rank, opname(), std::string("peer-direct required (DCCL_PEER_DIRECT=1) but not viable for ") +
-                                                       be->name() + " memory: " + d.reason));
-  sel.direct = d.direct;
-  if (d.direct) {
-    if (!direct_) direct_ = std::make_unique<DirectPath>(net_, opts_.rank, opts_.cache_bytes, ctr_);
+  sel.direct = direct_for(*be, opname);
+  if (sel.direct) {
     sel.path = direct_.get();
   } else {
     if (!staged_)
@@ -47,6 +38,21 @@ PathSel PathChooser::select(const void* a, const void* b, const std::function<st
     sel.path = staged_.get();
   }
   return sel;
+}
+
+void PathChooser::check_usable(Backend& be, const void* p, const std::function<std::string()>& opname) const {
+  const std::string why = be.unusable_reason(p);
+  if (!why.empty()) core::raise(dcclInvalidArgument, core::describe(opts_.rank, opname(), why));
+}
+
+bool PathChooser::direct_for(Backend& be, const std::function<std::string()>& opname) {
+  const Decision& d = decide(be.kind());
+  if (!d.direct && opts_.mode == "1")
+    core::raise(dcclUnavailable,
+                core::describe(opts_.rank, opname(), std::string("peer-direct required (DCCL_PEER_DIRECT=1) but not viable for ") +
+                                                       be.name() + " memory: " + d.reason));
+  if (d.direct && !direct_) direct_ = std::make_unique<DirectPath>(net_, opts_.rank, opts_.cache_bytes, ctr_);
+  return d.direct;
 }
 
 const PathChooser::Decision& PathChooser::decide(Kind kind) {
@@ -90,22 +96,12 @@ void* PathChooser::register_user(const void* p, size_t bytes) {
   Backend& be = backend_of(p);
   auto reg = std::make_unique<UserReg>();
   reg->p = p;
-  if (be.kind() != Kind::Host) {
-    std::string why = be.unusable_reason(p);
-    if (!why.empty()) core::raise(dcclInvalidArgument, core::describe(opts_.rank, "dcclCommRegister", why));
-  }
+  const auto opname = [] { return std::string("dcclCommRegister"); };
+  if (be.kind() != Kind::Host) check_usable(be, p, opname);
   std::lock_guard<std::mutex> lk(mu_);
-  if (be.kind() != Kind::Host) {
-    const Decision& d = decide(be.kind());
-    if (!d.direct && opts_.mode == "1")
-      core::raise(dcclUnavailable, core::describe(opts_.rank, "dcclCommRegister",
-                                                  std::string("peer-direct required but not viable for ") +
-                                                      be.name() + " memory: " + d.reason));
-    if (d.direct) {
-      if (!direct_) direct_ = std::make_unique<DirectPath>(net_, opts_.rank, opts_.cache_bytes, ctr_);
-      reg->ref = direct_->acquire(p, bytes);
-      reg->direct = true;
-    }
+  if (be.kind() != Kind::Host && direct_for(be, opname)) {
+    reg->ref = direct_->acquire(p, bytes);
+    reg->direct = true;
   }
   void* handle = reg.get();
   user_.emplace(handle, std::move(reg));

@@ -60,6 +60,12 @@ class PathChooser {
   // Decides `kind` once (mu_ held) and logs the outcome at INFO; never throws
   // for a path that is not viable.
   const Decision& decide(Kind kind);
+  // Whether `be`'s memory takes the direct path (mu_ held), making the direct path
+  // on first use; throws, naming opname(), when peer-direct is required but not viable.
+  bool direct_for(Backend& be, const std::function<std::string()>& opname);
+  // Throws dcclInvalidArgument, naming opname(), when p is device memory the data
+  // path cannot use (the backend says why).
+  void check_usable(Backend& be, const void* p, const std::function<std::string()>& opname) const;
   net::Transport& net_;
   PathOptions opts_;
   PathCounters ctr_;

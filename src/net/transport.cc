@@ -8,9 +8,6 @@
 // hosts, or one forced provider), posts tagged messages and drives completions.
 #include "net/transport.hpp"
 
-#include <sched.h>
-#include <time.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>

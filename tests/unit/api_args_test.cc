@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "dccl/dccl.h"
+#include "rank_threads.hpp"
 
 namespace {
 
@@ -26,15 +27,6 @@ E as_enum(int v) {
   E e;
   std::memcpy(&e, &v, sizeof(e));
   return e;
-}
-
-std::string last_error(dcclComm_t comm = nullptr) { return dcclGetLastError(comm) ? dcclGetLastError(comm) : "(null)"; }
-
-// Runs f(rank) on one thread per rank and joins them.
-void on_ranks(int n, const std::function<void(int)>& f) {
-  std::vector<std::thread> ts;
-  for (int r = 0; r < n; ++r) ts.emplace_back(f, r);
-  for (auto& t : ts) t.join();
 }
 
 // Rank 0 makes the id; then every rank joins at once from its own thread.

@@ -12,18 +12,11 @@
 #include <vector>
 
 #include "dccl/dccl.h"
+#include "rank_threads.hpp"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string last_error() { return dcclGetLastError(nullptr) ? dcclGetLastError(nullptr) : "(null)"; }
-
-void on_ranks(int n, const std::function<void(int)>& f) {
-  std::vector<std::thread> ts;
-  for (int r = 0; r < n; ++r) ts.emplace_back(f, r);
-  for (auto& t : ts) t.join();
-}
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -60,14 +53,6 @@ void expect_allreduce(const std::vector<dcclComm_t>& cs, dcclStream_t* streams =
       double ref = 0;
       for (int q = 0; q < n; ++q) ref += 0.5 * static_cast<double>(i % 31) - q;
       ASSERT_NEAR(out[i], ref, 1e-4) << "rank " << r << " element " << i;
-    }
-  });
-}
-
-void destroy_all(const std::vector<dcclComm_t>& cs) {
-  on_ranks(static_cast<int>(cs.size()), [&](int r) {
-    if (cs[static_cast<size_t>(r)]) {
-      EXPECT_EQ(dcclCommDestroy(cs[static_cast<size_t>(r)]), dcclSuccess) << last_error();
     }
   });
 }

@@ -12,16 +12,9 @@
 #include <vector>
 
 #include "dccl/dccl.h"
+#include "rank_threads.hpp"
 
 namespace {
-
-std::string last_error() { return dcclGetLastError(nullptr) ? dcclGetLastError(nullptr) : "(null)"; }
-
-void on_ranks(int n, const std::function<void(int)>& f) {
-  std::vector<std::thread> ts;
-  for (int r = 0; r < n; ++r) ts.emplace_back(f, r);
-  for (auto& t : ts) t.join();
-}
 
 std::vector<dcclComm_t> make_comms(int n, dcclConfig_t* cfg = nullptr) {
   dcclUniqueId id;
@@ -31,11 +24,6 @@ std::vector<dcclComm_t> make_comms(int n, dcclConfig_t* cfg = nullptr) {
     EXPECT_EQ(dcclCommInitRankConfig(&cs[static_cast<size_t>(r)], n, id, r, cfg), dcclSuccess) << last_error();
   });
   return cs;
-}
-
-void destroy_all(const std::vector<dcclComm_t>& cs) {
-  on_ranks(static_cast<int>(cs.size()),
-           [&](int r) { EXPECT_EQ(dcclCommDestroy(cs[static_cast<size_t>(r)]), dcclSuccess) << last_error(); });
 }
 
 class Env : public ::testing::Environment {
