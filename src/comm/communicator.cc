@@ -89,6 +89,7 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   to.local_size = place_.local_size;
   to.ifnames = cfg_.net_ifname;
   to.stripe_bytes = cfg_.net_stripe_bytes;
+  to.sock_bytes = cfg_.net_sock_bytes;
   DCCL_INFO("net: local rank %d of %d (%s) picks the rail", place_.local_rank, place_.local_size, place_from.c_str());
   rxm_eager_ = net::set_provider_defaults(cfg_.rxm_eager_bytes);
   for (const std::string& s : net::reset_and_report_signal_handlers())

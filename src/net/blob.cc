@@ -74,6 +74,7 @@ std::string Blob::encode() const {
   put_le(out, static_cast<uint32_t>(local_size < 0 ? 0 : local_size), 4);
   put_le(out, stripe_bytes, 8);
   for (size_t i = 0; i < endpoints.size(); ++i) put_str(out, rail_name(i));
+  if (!sock.empty()) put_str(out, sock);
   if (out.size() > kMaxBlobBytes)
     core::raise(dcclInternalError, "transport blob of " + std::to_string(out.size()) + " bytes exceeds " +
                                        std::to_string(kMaxBlobBytes));
@@ -110,6 +111,7 @@ Blob Blob::decode(const std::string& bytes, const std::string& whose) {
     b.local_size = static_cast<int>(ls);
     b.stripe_bytes = r.le(8);
     for (size_t i = 0; i < n; ++i) b.rails.push_back(r.str());
+    if (r.pos < bytes.size()) b.sock = r.str();
   }
   if (r.pos != bytes.size()) r.bad();
   return b;

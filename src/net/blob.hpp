@@ -4,6 +4,7 @@
 // Binary, compact, bounded (kMaxBlobBytes):
 //   "DNB3" | host | boot id | pid | count | count x (provider, address)
 //          | local rank u32 | local size u32 | stripe bytes u64 | count x rail name
+//          [| socket path address (net/sock_path.hpp), when it listens]
 // Strings are u16-length-prefixed, integers little-endian. "DNB2" blobs (the same
 // up to the addresses, nothing after) still decode: one rail per endpoint, unnamed,
 // local rank 0, local size unknown, no striping.
@@ -29,6 +30,7 @@ struct Blob {
   int local_rank = 0;                // this process's local rank on its host (picks its rail)
   int local_size = 0;                // ranks on its host as the process counts them; 0: unknown
   uint64_t stripe_bytes = 0;         // DCCL_NET_STRIPE_BYTES (0: never striped)
+  std::string sock{};                // SockPath::address(), "" when it has none
 
   std::string encode() const;
   // Throws core::Error(dcclInvalidArgument) naming `whose` on malformed input.

@@ -25,6 +25,7 @@ class Endpoint;
 struct MemRegion {
   const void* base = nullptr;
   size_t len = 0;
+  bool device = false;  // a dma-buf registration: device memory, never read by the CPU
   std::vector<std::pair<const Endpoint*, Fid<fid_mr>>> regs;
   void* desc_for(const Endpoint* ep) const;
 };

@@ -20,6 +20,7 @@
 #include "net/provider.hpp"
 #include "net/rails.hpp"
 #include "net/shm_rescue.hpp"
+#include "net/sock_path.hpp"
 #include "core/backoff.hpp"
 
 namespace dccl::net {
@@ -70,10 +71,12 @@ class FabricTransport final : public Transport {
   }
   void progress() override {
     for (auto& ep : eps_) ep->progress(false);
+    if (sock_) sock_->progress(false);
   }
   void wait(Request* const* reqs, size_t n, const std::string& what) override;
   void cancel_all() override {
     for (auto& ep : eps_) ep->cancel_all();
+    if (sock_) sock_->cancel_all();
   }
   MemRegion* register_memory(const void* buf, size_t len) override;
   void deregister_memory(MemRegion* mr) override;
@@ -81,6 +84,7 @@ class FabricTransport final : public Transport {
     auto mr = std::make_unique<MemRegion>();
     mr->base = base;
     mr->len = len;
+    mr->device = true;
     for (auto& ep : eps_) mr->regs.emplace_back(ep.get(), ep->register_dmabuf(fd, offset, len, base, iface, device));
     return mr.release();
   }
@@ -138,6 +142,7 @@ class FabricTransport final : public Transport {
   std::string mismatch_note(const Request& r) const override {
     if (r.is_send || r.peer < 0) return "";
     const Route& rt = routes_[static_cast<size_t>(r.peer)];
+    if (rt.sock && r.len <= sock_->limit(r.peer)) return sock_->mismatch_note(r);
     std::vector<Lane> lanes = rt.lanes.empty() ? std::vector<Lane>{rt.home} : rt.lanes;
     size_t got = 0;
     for (const Lane& l : lanes)
@@ -156,6 +161,7 @@ class FabricTransport final : public Transport {
     Lane home;                // the pair's rail: everything not striped
     std::vector<Lane> lanes;  // striped pairs: rails [0, lanes), home among them; else empty
     WireCut cut;
+    bool sock = false;  // host-memory messages up to sock_->limit(peer) take the socket path
   };
 
   TransportOptions opts_;
@@ -173,6 +179,7 @@ class FabricTransport final : public Transport {
     std::string address;  // its shm endpoint's name
   };
   std::vector<ShmPeer> shm_peers_;  // fixed after connect(): read by peers_failed()
+  std::unique_ptr<SockPath> sock_;  // TCP-routed peers' small messages (DCCL_NET_SOCK_BYTES)
   bool abandoned_ = false;
   bool connected_ = false;
 };
@@ -224,9 +231,16 @@ FabricTransport::FabricTransport(const TransportOptions& o) : opts_(o) {
       DCCL_INFO("net: tcp;ofi_rxm unavailable (%s); only same-host peers are reachable",
                 why_tcp.c_str());
   }
+  std::vector<std::string> tcp_ips;
   for (auto& ep : eps_) {
     self_.endpoints.emplace_back(ep->provider(), ep->address());
     self_.rails.push_back(ep->rail());
+    if (ep->provider() == kTcpProvider) tcp_ips.push_back(sockaddr_ip(ep->address()));
+  }
+  if (o.sock_bytes > 0 && !tcp_ips.empty() &&
+      std::find(tcp_ips.begin(), tcp_ips.end(), std::string()) == tcp_ips.end()) {
+    sock_ = std::make_unique<SockPath>(o.rank, o.sock_bytes, o.timeout, tcp_ips);
+    self_.sock = sock_->address();
   }
 }
 
@@ -309,6 +323,9 @@ std::vector<std::string> FabricTransport::rail_counters() const {
     if (!ep->rail().empty())
       out.push_back(ep->label() + ": sent " + std::to_string(ep->sent_bytes()) + " bytes, received " +
                     std::to_string(ep->recv_bytes()) + " bytes");
+  if (sock_)
+    out.push_back("socket path: sent " + std::to_string(sock_->sent_bytes()) + " bytes, received " +
+                  std::to_string(sock_->recv_bytes()) + " bytes");
   return out;
 }
 
@@ -356,6 +373,7 @@ void FabricTransport::connect(const std::vector<std::string>& blobs) {
   std::map<std::string, int> home_of;   // rail label -> ranks whose home rail it is
   int striped = 0;
   std::string stripe_rails;
+  std::vector<std::pair<int, std::string>> sock_peers(blobs.size(), {-1, std::string()});
   for (size_t r = 0; r < blobs.size(); ++r) {
     const Blob& b = all[r];
     PairPlan plan;
@@ -389,6 +407,8 @@ void FabricTransport::connect(const std::vector<std::string>& blobs) {
       for (const Endpoint* ep : eps) names.push_back(ep->rail());
       stripe_rails = rail_list(names, plan.lanes);
     }
+    if (sock_ && plan.provider == kTcpProvider && static_cast<int>(r) != rank && !b.sock.empty())
+      sock_peers[r] = {plan.home, b.sock};
     ++peers_of[plan.provider];
     if (!rt.home.ep->rail().empty()) ++home_of[rt.home.ep->rail()];
     if (plan.provider == kShmProvider && static_cast<int>(r) != rank && b.pid > 0) {
@@ -399,6 +419,11 @@ void FabricTransport::connect(const std::vector<std::string>& blobs) {
         if (a) shm_peers_.push_back(ShmPeer{fd, b.pid, *a});
       }
     }
+  }
+  if (sock_) {
+    sock_->connect(sock_peers);
+    for (size_t r = 0; r < routes.size(); ++r) routes[r].sock = sock_->limit(static_cast<int>(r)) > 0;
+    if (!sock_->any()) sock_.reset();
   }
   // Automatic mode opened tcp;ofi_rxm in case a peer was remote, and every rail in
   // case a pair chose it: close what nobody uses (keeping one endpoint at least).
@@ -422,6 +447,10 @@ void FabricTransport::connect(const std::vector<std::string>& blobs) {
   auto ranks = [](int k) { return std::to_string(k) + (k == 1 ? " rank" : " ranks"); };
   std::string log;
   for (const auto& [prov, k] : peers_of) log += (log.empty() ? "" : ", ") + prov + " for " + ranks(k);
+  if (sock_)
+    log += "; messages up to " + std::to_string(opts_.sock_bytes) + " bytes to " +
+           std::to_string(std::count_if(routes_.begin(), routes_.end(), [](const Route& x) { return x.sock; })) +
+           " of them over DirectCCL's socket path (DCCL_NET_SOCK_BYTES)";
   if (!home_of.empty()) {
     std::string rails;
     for (const auto& [rail, k] : home_of) rails += (rails.empty() ? "" : ", ") + rail + " for " + ranks(k);
@@ -452,7 +481,10 @@ void FabricTransport::post(bool send, int peer, void* buf, size_t len, uint64_t 
   if (tag & kLengthMarkBits)
     core::raise(dcclInternalError, core::describe(opts_.rank, op, "tag uses the length mark's bits"));
   const Route& rt = routes_[static_cast<size_t>(peer)];
-  if (!rt.lanes.empty() && len >= rt.cut.stripe_min) return post_striped(send, peer, buf, len, tag, req, mr);
+  const bool striped = !rt.lanes.empty() && len >= rt.cut.stripe_min;
+  if (rt.sock && !striped && len <= sock_->limit(peer) && !(mr && mr->device))
+    return sock_->post(send, peer, buf, len, tag, req);
+  if (striped) return post_striped(send, peer, buf, len, tag, req, mr);
   void* desc = mr ? mr->desc_for(rt.home.ep) : nullptr;
   rt.home.ep->post(send, rt.home.addr, buf, len, tag, desc, req);
 }
@@ -490,7 +522,7 @@ std::string FabricTransport::describe_req(const Request& r) const {
                   std::to_string(r.peer) + " (tag " + hex(r.tag);
   if (r.peer >= 0 && static_cast<size_t>(r.peer) < routes_.size() && routes_[static_cast<size_t>(r.peer)].home.ep) {
     const Route& rt = routes_[static_cast<size_t>(r.peer)];
-    s += ", " + rt.home.ep->label();
+    s += ", " + (rt.sock && r.len <= sock_->limit(r.peer) ? std::string("DirectCCL sockets") : rt.home.ep->label());
     if (!rt.lanes.empty()) s += ", striped over " + std::to_string(rt.lanes.size()) + " rails";
   }
   return s + ")";

@@ -80,6 +80,9 @@ struct TransportOptions {
   // without where not): set when this process has a device backend whose memory the
   // NIC must reach. Host-only runs leave it off and open exactly what they always did.
   bool want_hmem = false;
+  // DCCL_NET_SOCK_BYTES: host-memory messages up to this size to peers routed over
+  // tcp;ofi_rxm take DirectCCL's socket path (net/sock_path.hpp); 0: never.
+  uint64_t sock_bytes = 0;
 };
 
 class Transport {

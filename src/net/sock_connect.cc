@@ -1,0 +1,334 @@
+// SockPath's setup: listening sockets, the published address, and the collective
+// connect() that makes one authenticated connection per pair (net/sock_path.hpp).
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <random>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "net/sock_path.hpp"
+
+namespace dccl::net {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr uint32_t kHelloMagic = 0x314b5344;  // "DSK1"
+constexpr size_t kHelloBytes = 16;            // magic u32, rank u32, nonce of the receiving end u64
+
+std::string errno_text(const char* call) { return std::string(call) + ": " + strerror(errno); }
+
+bool parse_hostport(const std::string& s, sockaddr_storage* sa, socklen_t* len) {
+  std::string host, port;
+  if (!s.empty() && s[0] == '[') {
+    const size_t close = s.find(']');
+    if (close == std::string::npos || close + 1 >= s.size() || s[close + 1] != ':') return false;
+    host = s.substr(1, close - 1);
+    port = s.substr(close + 2);
+  } else {
+    const size_t colon = s.rfind(':');
+    if (colon == std::string::npos) return false;
+    host = s.substr(0, colon);
+    port = s.substr(colon + 1);
+  }
+  char* end = nullptr;
+  const long p = strtol(port.c_str(), &end, 10);
+  if (port.empty() || *end || p <= 0 || p > 65535) return false;
+  memset(sa, 0, sizeof(*sa));
+  auto* v4 = reinterpret_cast<sockaddr_in*>(sa);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(sa);
+  if (inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(static_cast<uint16_t>(p));
+    *len = sizeof(sockaddr_in);
+    return true;
+  }
+  if (inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(static_cast<uint16_t>(p));
+    *len = sizeof(sockaddr_in6);
+    return true;
+  }
+  return false;
+}
+
+void put_hello(char* out, int rank, uint64_t nonce) {
+  const uint32_t m = kHelloMagic, r = static_cast<uint32_t>(rank);
+  memcpy(out, &m, 4);
+  memcpy(out + 4, &r, 4);
+  memcpy(out + 8, &nonce, 8);
+}
+
+void tune(int fd) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+}  // namespace
+
+std::string sockaddr_ip(const std::string& name) {
+  char text[INET6_ADDRSTRLEN] = {};
+  if (name.size() >= sizeof(sockaddr_in)) {
+    sockaddr_in v4;
+    memcpy(&v4, name.data(), sizeof(v4));
+    if (v4.sin_family == AF_INET && inet_ntop(AF_INET, &v4.sin_addr, text, sizeof(text))) return text;
+  }
+  if (name.size() >= sizeof(sockaddr_in6)) {
+    sockaddr_in6 v6;
+    memcpy(&v6, name.data(), sizeof(v6));
+    if (v6.sin6_family == AF_INET6 && inet_ntop(AF_INET6, &v6.sin6_addr, text, sizeof(text))) return text;
+  }
+  return "";
+}
+
+SockPath::SockPath(int rank, uint64_t max_bytes, std::chrono::milliseconds timeout,
+                   const std::vector<std::string>& ips)
+    : rank_(rank), max_bytes_(max_bytes), timeout_(timeout) {
+  std::random_device rd;
+  nonce_ = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  for (const std::string& ip : ips) {
+    sockaddr_storage sa;
+    socklen_t len = 0;
+    const bool v6 = ip.find(':') != std::string::npos;
+    if (!parse_hostport((v6 ? "[" + ip + "]" : ip) + ":1", &sa, &len))
+      core::raise(dcclInvalidArgument, core::describe(rank, "socket path", "bad address '" + ip + "'"));
+    reinterpret_cast<sockaddr_in*>(&sa)->sin_port = 0;  // the same offset in sockaddr_in6
+    const int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&sa), len) != 0 || listen(fd, 1024) != 0) {
+      const std::string why = errno_text(fd < 0 ? "socket" : "bind/listen");
+      if (fd >= 0) close(fd);
+      for (auto& [l, a] : listeners_) close(l);
+      core::raise(dcclSystemError, core::describe(rank, "socket path", "cannot listen on " + ip + ": " + why));
+    }
+    len = sizeof(sa);
+    getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+    const int port = ntohs(reinterpret_cast<sockaddr_in*>(&sa)->sin_port);
+    listeners_.emplace_back(fd, (v6 ? "[" + ip + "]" : ip) + ":" + std::to_string(port));
+  }
+}
+
+SockPath::~SockPath() {
+  for (auto& [fd, a] : listeners_) close(fd);
+  for (auto& c : conns_)
+    if (c->fd >= 0) close(c->fd);
+  if (epfd_ >= 0) close(epfd_);
+}
+
+std::string SockPath::address() const {
+  std::ostringstream out;
+  out << "sock1 " << max_bytes_ << " " << std::hex << nonce_ << std::dec;
+  for (const auto& [fd, a] : listeners_) out << " " << a;
+  return out.str();
+}
+
+void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers) {
+  struct Pending {
+    int fd = -1;
+    int peer = -1;  // -1: accepted, not yet introduced
+    bool outgoing = false;
+    bool connecting = false;  // outgoing: connect() in progress
+    char hello[kHelloBytes];
+    size_t got = 0;
+    Clock::time_point retry_at{};
+    sockaddr_storage sa{};
+    socklen_t salen = 0;
+  };
+  const auto deadline = Clock::now() + timeout_;
+  by_peer_.assign(peers.size(), nullptr);
+  std::vector<uint64_t> limits(peers.size(), 0), nonces(peers.size(), 0);
+  std::vector<Pending> pend;
+  size_t expected_in = 0;
+  for (size_t r = 0; r < peers.size(); ++r) {
+    const auto& [rail, addr] = peers[r];
+    if (rail < 0 || addr.empty() || static_cast<int>(r) == rank_) continue;
+    std::istringstream in(addr);
+    std::string magic, nonce_hex;
+    uint64_t lim = 0;
+    std::vector<std::string> eps;
+    in >> magic >> lim >> nonce_hex;
+    for (std::string a; in >> a;) eps.push_back(a);
+    const std::string whose = "rank " + std::to_string(r) + "'s socket address '" + addr + "'";
+    if (magic != "sock1" || nonce_hex.empty() || static_cast<size_t>(rail) >= eps.size())
+      core::raise(dcclInvalidArgument, core::describe(rank_, "socket path", "malformed " + whose));
+    nonces[r] = strtoull(nonce_hex.c_str(), nullptr, 16);
+    limits[r] = std::min(lim, max_bytes_);
+    if (static_cast<int>(r) < rank_) {
+      ++expected_in;
+      continue;
+    }
+    Pending p;
+    p.peer = static_cast<int>(r);
+    p.outgoing = true;
+    if (!parse_hostport(eps[static_cast<size_t>(rail)], &p.sa, &p.salen))
+      core::raise(dcclInvalidArgument, core::describe(rank_, "socket path", "malformed " + whose));
+    pend.push_back(p);
+  }
+  auto ready = [&](Pending& p) {
+    auto c = std::make_unique<Conn>();
+    c->fd = p.fd;
+    c->peer = p.peer;
+    c->limit = limits[static_cast<size_t>(p.peer)];
+    c->stage.resize(64 << 10);
+    tune(c->fd);
+    by_peer_[static_cast<size_t>(p.peer)] = c.get();
+    conns_.push_back(std::move(c));
+    p.fd = -1;
+  };
+  auto drop = [](Pending& p) {
+    if (p.fd >= 0) close(p.fd);
+    p.fd = -1;
+  };
+  size_t done_in = 0;
+  std::string last_error;
+  try {
+    while (true) {
+      const size_t outstanding = std::count_if(pend.begin(), pend.end(), [](const Pending& p) {
+        return p.outgoing && p.peer >= 0;
+      });
+      if (outstanding == 0 && done_in == expected_in) break;
+      const auto now = Clock::now();
+      if (now >= deadline) {
+        std::string missing;
+        for (size_t r = 0; r < peers.size(); ++r)
+          if (peers[r].first >= 0 && !peers[r].second.empty() && static_cast<int>(r) != rank_ && !by_peer_[r])
+            missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+        core::raise(dcclTimeout, core::describe(rank_, "socket path",
+                                                "no connection with rank(s) " + missing + " within " +
+                                                    std::to_string(timeout_.count()) + " ms" +
+                                                    (last_error.empty() ? "" : " (last error: " + last_error + ")")));
+      }
+      // Start (or restart) outgoing connections.
+      for (Pending& p : pend) {
+        if (!p.outgoing || p.peer < 0 || p.fd >= 0 || now < p.retry_at) continue;
+        p.fd = socket(p.sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (p.fd < 0) core::raise(dcclSystemError, core::describe(rank_, "socket path", errno_text("socket")));
+        p.connecting = true;
+        p.got = 0;
+        if (::connect(p.fd, reinterpret_cast<sockaddr*>(&p.sa), p.salen) != 0 && errno != EINPROGRESS) {
+          last_error = "rank " + std::to_string(p.peer) + ": " + errno_text("connect");
+          drop(p);
+          p.retry_at = now + std::chrono::milliseconds(20);
+        }
+      }
+      std::vector<pollfd> fds;
+      for (const auto& [fd, a] : listeners_) fds.push_back(pollfd{fd, POLLIN, 0});
+      for (const Pending& p : pend)
+        fds.push_back(pollfd{p.fd, static_cast<short>(p.connecting ? POLLOUT : POLLIN), 0});
+      poll(fds.data(), fds.size(), 20);
+      for (size_t i = 0; i < listeners_.size(); ++i) {
+        if (!(fds[i].revents & POLLIN)) continue;
+        for (int fd; (fd = accept4(listeners_[i].first, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0;) {
+          Pending p;
+          p.fd = fd;
+          pend.push_back(p);
+        }
+      }
+      for (size_t i = 0; i < pend.size() && listeners_.size() + i < fds.size(); ++i) {
+        Pending& p = pend[i];
+        const short ev = fds[listeners_.size() + i].revents;
+        if (p.fd < 0 || fds[listeners_.size() + i].fd != p.fd || !ev) continue;
+        if (p.connecting) {
+          int err = 0;
+          socklen_t el = sizeof(err);
+          getsockopt(p.fd, SOL_SOCKET, SO_ERROR, &err, &el);
+          if (err != 0) {
+            last_error = "rank " + std::to_string(p.peer) + ": connect: " + strerror(err);
+            drop(p);
+            p.retry_at = Clock::now() + std::chrono::milliseconds(20);
+            continue;
+          }
+          p.connecting = false;
+          char hello[kHelloBytes];
+          put_hello(hello, rank_, nonces[static_cast<size_t>(p.peer)]);
+          if (send(p.fd, hello, sizeof(hello), MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(hello))) {
+            last_error = "rank " + std::to_string(p.peer) + ": " + errno_text("send");
+            drop(p);
+            p.retry_at = Clock::now() + std::chrono::milliseconds(20);
+          }
+          continue;
+        }
+        const ssize_t n = recv(p.fd, p.hello + p.got, kHelloBytes - p.got, 0);
+        if (n <= 0) {
+          if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+          if (p.outgoing) {
+            last_error = "rank " + std::to_string(p.peer) + " closed the connection before answering";
+            drop(p);
+            p.retry_at = Clock::now() + std::chrono::milliseconds(20);
+          } else {
+            drop(p);
+          }
+          continue;
+        }
+        p.got += static_cast<size_t>(n);
+        if (p.got < kHelloBytes) continue;
+        uint32_t magic = 0, from = 0;
+        uint64_t nonce = 0;
+        memcpy(&magic, p.hello, 4);
+        memcpy(&from, p.hello + 4, 4);
+        memcpy(&nonce, p.hello + 8, 8);
+        if (p.outgoing) {
+          // The answer: the peer proves it read this rank's number from the store.
+          if (magic != kHelloMagic || static_cast<int>(from) != p.peer || nonce != nonce_) {
+            last_error = "rank " + std::to_string(p.peer) + " answered with a wrong introduction";
+            drop(p);
+            p.retry_at = Clock::now() + std::chrono::milliseconds(20);
+            continue;
+          }
+          ready(p);
+          p.peer = -1;
+          continue;
+        }
+        const bool known = from < peers.size() && static_cast<int>(from) < rank_ && peers[from].first >= 0 &&
+                           !peers[from].second.empty() && !by_peer_[from];
+        if (magic != kHelloMagic || nonce != nonce_ || !known) {
+          DCCL_WARN("net: rank %d socket path: refused a connection with a wrong introduction", rank_);
+          drop(p);
+          continue;
+        }
+        p.peer = static_cast<int>(from);
+        char hello[kHelloBytes];
+        put_hello(hello, rank_, nonces[from]);
+        if (send(p.fd, hello, sizeof(hello), MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(hello))) {
+          drop(p);
+          continue;
+        }
+        ready(p);
+        p.peer = -1;
+        ++done_in;
+      }
+      pend.erase(std::remove_if(pend.begin(), pend.end(),
+                                [](const Pending& p) { return p.fd < 0 && !(p.outgoing && p.peer >= 0); }),
+                 pend.end());
+    }
+  } catch (...) {
+    for (Pending& p : pend) drop(p);
+    throw;
+  }
+  for (Pending& p : pend) drop(p);
+  for (auto& [fd, a] : listeners_) close(fd);  // every pair is connected: nothing more to accept
+  listeners_.clear();
+  if (conns_.size() > 1) {
+    epfd_ = epoll_create1(EPOLL_CLOEXEC);
+    if (epfd_ < 0) core::raise(dcclSystemError, core::describe(rank_, "socket path", errno_text("epoll_create1")));
+    for (auto& c : conns_) {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.ptr = c.get();
+      if (epoll_ctl(epfd_, EPOLL_CTL_ADD, c->fd, &ev) != 0)
+        core::raise(dcclSystemError, core::describe(rank_, "socket path", errno_text("epoll_ctl")));
+    }
+  }
+}
+
+}  // namespace dccl::net

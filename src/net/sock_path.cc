@@ -1,0 +1,279 @@
+// SockPath's data path: tagged messages over one TCP connection per pair
+// (net/sock_path.hpp).
+#include "net/sock_path.hpp"
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/error.hpp"
+#include "net/transport.hpp"
+
+namespace dccl::net {
+
+namespace {
+
+// Payloads at least this long are read straight into their buffer.
+constexpr size_t kDirectReadBytes = 4096;
+
+void put_header(char* h, uint64_t tag, uint64_t len) {
+  memcpy(h, &tag, 8);
+  memcpy(h + 8, &len, 8);
+}
+
+void complete(Request* req, size_t bytes) {
+  req->bytes.store(bytes, std::memory_order_relaxed);
+  req->parts_done();
+}
+
+void fail(Request* req, const std::string& why) {
+  req->fail(why);
+  req->parts_done();
+}
+
+}  // namespace
+
+uint64_t SockPath::limit(int peer) const {
+  const Conn* c = conn_of(peer);
+  return c ? c->limit : 0;
+}
+
+SockPath::Conn* SockPath::conn_of(int peer) const {
+  if (peer < 0 || static_cast<size_t>(peer) >= by_peer_.size()) return nullptr;
+  return by_peer_[static_cast<size_t>(peer)];
+}
+
+void SockPath::post(bool send, int peer, void* buf, size_t len, uint64_t tag, Request* req) {
+  Conn* c = conn_of(peer);
+  if (!c)
+    core::raise(dcclInternalError,
+                core::describe(rank_, send ? "isend" : "irecv", "rank " + std::to_string(peer) + " is not on the socket path"));
+  req->pending_parts.store(1, std::memory_order_release);
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!c->dead.empty()) return fail(req, c->dead);
+  if (send) {
+    Tx t{req, {}, static_cast<const char*>(buf), len, 0};
+    put_header(t.hdr, tag, len);
+    c->txq.push_back(t);
+    if (c->txq.size() == 1) write_locked(*c);
+    return;
+  }
+  char* dst = static_cast<char*>(buf);
+  // An unexpected message with this tag and length, complete or still arriving?
+  for (auto it = c->unexpected.begin(); it != c->unexpected.end(); ++it) {
+    if (it->tag != tag || it->data.size() != len || it->req) continue;
+    if (!it->complete) {
+      it->req = req;
+      it->buf = dst;
+      return;
+    }
+    if (len) memcpy(dst, it->data.data(), len);
+    c->unexpected.erase(it);
+    return complete(req, len);
+  }
+  c->posted.push_back(Posted{req, dst, len, tag});
+}
+
+int SockPath::progress(bool block) {
+  std::unique_lock<std::mutex> lk(mu_, std::defer_lock);
+  if (block) lk.lock();
+  else if (!lk.try_lock()) return 0;
+  int done = 0;
+  for (auto& c : conns_)
+    if (!c->txq.empty() && c->dead.empty()) {
+      const size_t before = c->txq.size();
+      if (write_locked(*c)) done += static_cast<int>(before - c->txq.size());
+    }
+  if (conns_.size() == 1) {
+    Conn& c = *conns_[0];
+    if (c.dead.empty()) read_locked(c, &done);
+    return done;
+  }
+  epoll_event ev[16];
+  const int n = epoll_wait(epfd_, ev, 16, 0);
+  for (int i = 0; i < n; ++i) {
+    Conn& c = *static_cast<Conn*>(ev[i].data.ptr);
+    if (c.dead.empty()) read_locked(c, &done);
+  }
+  return done;
+}
+
+bool SockPath::write_locked(Conn& c) {
+  while (!c.txq.empty()) {
+    Tx& t = c.txq.front();
+    iovec iov[2];
+    int n = 0;
+    if (t.off < sizeof(t.hdr)) iov[n++] = iovec{t.hdr + t.off, sizeof(t.hdr) - t.off};
+    const size_t poff = t.off > sizeof(t.hdr) ? t.off - sizeof(t.hdr) : 0;
+    if (t.len > poff) iov[n++] = iovec{const_cast<char*>(t.buf) + poff, t.len - poff};
+    msghdr m{};
+    m.msg_iov = iov;
+    m.msg_iovlen = static_cast<size_t>(n);
+    const ssize_t w = sendmsg(c.fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (w < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return true;
+      fail_conn_locked(c, "send to rank " + std::to_string(c.peer) + " failed: " + strerror(errno));
+      return false;
+    }
+    t.off += static_cast<size_t>(w);
+    if (t.off < sizeof(t.hdr) + t.len) return true;  // the kernel's buffer is full
+    sent_ += t.len;
+    Request* req = t.req;
+    c.txq.pop_front();
+    complete(req, t.len);
+  }
+  return true;
+}
+
+bool SockPath::read_locked(Conn& c, int* done) {
+  for (;;) {
+    char* to;
+    size_t room;
+    const bool direct = c.in_payload && c.len - c.got >= kDirectReadBytes;
+    if (direct) {
+      to = c.dst + c.got;
+      room = c.len - c.got;
+    } else {
+      to = c.stage.data();
+      room = c.stage.size();
+    }
+    const ssize_t r = recv(c.fd, to, room, MSG_DONTWAIT);
+    if (r == 0) {
+      fail_conn_locked(c, "rank " + std::to_string(c.peer) + " closed its connection");
+      return false;
+    }
+    if (r < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return true;
+      fail_conn_locked(c, "receive from rank " + std::to_string(c.peer) + " failed: " + strerror(errno));
+      return false;
+    }
+    if (direct) {
+      c.got += static_cast<size_t>(r);
+      recvd_ += static_cast<size_t>(r);
+      if (c.got == c.len) finish_message_locked(c, done);
+      continue;
+    }
+    consume_locked(c, c.stage.data(), static_cast<size_t>(r), done);
+    if (!c.dead.empty()) return false;
+  }
+}
+
+void SockPath::consume_locked(Conn& c, const char* p, size_t n, int* done) {
+  while (n > 0) {
+    if (!c.in_payload) {
+      const size_t take = std::min(n, sizeof(c.hdr) - c.hdr_got);
+      memcpy(c.hdr + c.hdr_got, p, take);
+      c.hdr_got += take;
+      p += take;
+      n -= take;
+      if (c.hdr_got < sizeof(c.hdr)) return;
+      begin_message_locked(c);
+      if (!c.dead.empty()) return;
+      if (c.len == 0) finish_message_locked(c, done);
+      continue;
+    }
+    const size_t take = std::min(n, c.len - c.got);
+    memcpy(c.dst + c.got, p, take);
+    c.got += take;
+    recvd_ += take;
+    p += take;
+    n -= take;
+    if (c.got == c.len) finish_message_locked(c, done);
+  }
+}
+
+void SockPath::begin_message_locked(Conn& c) {
+  uint64_t tag = 0, len = 0;
+  memcpy(&tag, c.hdr, 8);
+  memcpy(&len, c.hdr + 8, 8);
+  if (len > c.limit) {
+    fail_conn_locked(c, "rank " + std::to_string(c.peer) + " sent a " + std::to_string(len) +
+                            "-byte message where this pair's socket path carries at most " + std::to_string(c.limit));
+    return;
+  }
+  c.hdr_got = 0;
+  c.in_payload = true;
+  c.len = static_cast<size_t>(len);
+  c.got = 0;
+  c.req = nullptr;
+  c.ux = nullptr;
+  for (auto it = c.posted.begin(); it != c.posted.end(); ++it) {
+    if (it->tag != tag || it->len != len) continue;
+    c.req = it->req;
+    c.dst = it->buf;
+    c.posted.erase(it);
+    return;
+  }
+  c.unexpected.emplace_back();
+  c.ux = &c.unexpected.back();
+  c.ux->tag = tag;
+  c.ux->data.resize(c.len);
+  c.dst = c.ux->data.data();
+}
+
+void SockPath::finish_message_locked(Conn& c, int* done) {
+  c.in_payload = false;
+  if (c.req) {
+    Request* req = c.req;
+    c.req = nullptr;
+    ++*done;
+    return complete(req, c.len);
+  }
+  Unexpected* ux = c.ux;
+  c.ux = nullptr;
+  ux->complete = true;
+  if (!ux->req) return;
+  // A receive matched it while it arrived: hand it over.
+  if (c.len) memcpy(ux->buf, ux->data.data(), c.len);
+  Request* req = ux->req;
+  for (auto it = c.unexpected.begin(); it != c.unexpected.end(); ++it)
+    if (&*it == ux) {
+      c.unexpected.erase(it);
+      break;
+    }
+  ++*done;
+  complete(req, c.len);
+}
+
+void SockPath::fail_conn_locked(Conn& c, const std::string& why) {
+  if (!c.dead.empty()) return;
+  c.dead = why;
+  for (Tx& t : c.txq) fail(t.req, why);
+  c.txq.clear();
+  for (Posted& p : c.posted) fail(p.req, why);
+  c.posted.clear();
+  if (c.req) fail(c.req, why);
+  c.req = nullptr;
+  for (Unexpected& u : c.unexpected)
+    if (u.req && !u.complete) fail(u.req, why);
+  c.unexpected.clear();
+  c.ux = nullptr;
+  c.in_payload = false;
+  if (epfd_ >= 0) epoll_ctl(epfd_, EPOLL_CTL_DEL, c.fd, nullptr);
+}
+
+void SockPath::cancel_all() {
+  std::lock_guard<std::mutex> lk(mu_);
+  for (auto& c : conns_) fail_conn_locked(*c, "cancelled");
+}
+
+std::string SockPath::mismatch_note(const Request& r) {
+  Conn* c = conn_of(r.peer);
+  if (!c) return "";
+  std::lock_guard<std::mutex> lk(mu_);
+  if (c->dead.empty()) {
+    int done = 0;
+    read_locked(*c, &done);
+  }
+  for (const Unexpected& u : c->unexpected)
+    if (u.tag == r.tag && u.data.size() != r.len && !u.req)
+      return "; count mismatch: rank " + std::to_string(r.peer) + " sent " + std::to_string(u.data.size()) +
+             " bytes for it (this rank expects " + std::to_string(r.len) + " bytes)";
+  return "";
+}
+
+}  // namespace dccl::net

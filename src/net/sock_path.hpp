@@ -1,0 +1,136 @@
+// DirectCCL's own socket path for peers routed over TCP.
+//
+// tcp;ofi_rxm costs 5-6 system calls per small message on the kernel's TCP stack
+// (sendto, a wake-up pipe written and read, poll, recvfrom) and ~7.5 us one way on
+// loopback; a tagged message needs one sendmsg at the sender and one recv at the
+// receiver. This path keeps one TCP connection per peer pair, made at connect() and
+// authenticated by a random number each rank publishes in its (store-protected)
+// connection blob, and carries every tagged message up to the pair's size limit as
+// a 16-byte header (tag, length) and the payload:
+//  - send: written inline from the caller's buffer when the connection is idle
+//    (MSG_DONTWAIT); what the kernel does not take now is queued, in call order, and
+//    written by progress(). The request completes once the kernel holds every byte.
+//  - receive: progress() reads what arrived; a header is matched against the posted
+//    receives from that peer in post order, on tag and length (as the length mark
+//    does on the fabric: different lengths never match); the payload goes straight
+//    into the receive's buffer (large ones are read there without a copy), or into
+//    an unexpected-message buffer that a later receive takes.
+// A connection that closes or fails fails everything pending on it, naming the peer.
+// Only host memory takes this path (the caller keeps dma-buf registrations on the
+// fabric). Thread safe: one lock, as the fabric endpoints have.
+#pragma once
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dccl::net {
+
+struct Request;
+
+class SockPath {
+ public:
+  // Listens on each of `ips` (IPv4 or IPv6 literals: the TCP rails' addresses, in
+  // rail order) on a port the kernel picks. Messages up to max_bytes (per pair: the
+  // smaller of both ends' limits) take this path. Throws core::Error(dcclSystemError).
+  SockPath(int rank, uint64_t max_bytes, std::chrono::milliseconds timeout, const std::vector<std::string>& ips);
+  ~SockPath();
+  SockPath(const SockPath&) = delete;
+  SockPath& operator=(const SockPath&) = delete;
+
+  // What the connection blob carries: "sock1 LIMIT NONCE ip:port ...".
+  std::string address() const;
+  // Collective over the ranks that take part: peers[r] = (rail index, r's address)
+  // for each rank r reached over sockets, rail -1 (or an empty address) for the others.
+  // Throws core::Error(dcclTimeout / dcclSystemError / dcclInvalidArgument) naming the
+  // peers it could not connect.
+  void connect(const std::vector<std::pair<int, std::string>>& peers);
+  // Largest message to `peer` this path carries; 0 when the peer is not reached over it.
+  uint64_t limit(int peer) const;
+  bool any() const { return !conns_.empty(); }
+
+  // As Transport::isend/irecv for a request already reset and described by the
+  // caller; never blocks.
+  void post(bool send, int peer, void* buf, size_t len, uint64_t tag, Request* req);
+  // Writes what is queued and reads what arrived. block=false skips the pass when
+  // another thread is in one. Returns messages completed.
+  int progress(bool block = false);
+  // Fails everything pending ("cancelled"); later posts fail at once.
+  void cancel_all();
+  // For a receive that is taking too long: "; count mismatch: ..." when the peer's
+  // message with its tag arrived with another length, else "".
+  std::string mismatch_note(const Request& r);
+  uint64_t sent_bytes() const { return sent_; }
+  uint64_t recv_bytes() const { return recvd_; }
+
+ private:
+  struct Tx {
+    Request* req;
+    char hdr[16];
+    const char* buf;
+    size_t len;
+    size_t off;  // over header + payload
+  };
+  struct Posted {
+    Request* req;
+    char* buf;
+    size_t len;
+    uint64_t tag;
+  };
+  struct Unexpected {
+    uint64_t tag;
+    std::vector<char> data;
+    bool complete = false;
+    Request* req = nullptr;  // a receive that matched it while it was still arriving
+    char* buf = nullptr;
+  };
+  struct Conn {
+    int fd = -1;
+    int peer = -1;
+    uint64_t limit = 0;
+    std::string dead;  // why the connection is unusable ("" while it works)
+    std::deque<Tx> txq;
+    std::deque<Posted> posted;
+    std::list<Unexpected> unexpected;
+    // The message being read: header bytes, then payload into dst (a receive's buffer
+    // or an unexpected entry's).
+    char hdr[16];
+    size_t hdr_got = 0;
+    bool in_payload = false;
+    size_t len = 0, got = 0;
+    char* dst = nullptr;
+    Request* req = nullptr;
+    Unexpected* ux = nullptr;
+    std::vector<char> stage;  // what one recv() reads when no large payload is due
+  };
+
+  Conn* conn_of(int peer) const;
+  bool write_locked(Conn& c);        // false: the connection failed
+  bool read_locked(Conn& c, int* done);  // false: the connection failed
+  void consume_locked(Conn& c, const char* p, size_t n, int* done);
+  void begin_message_locked(Conn& c);
+  void finish_message_locked(Conn& c, int* done);
+  void fail_conn_locked(Conn& c, const std::string& why);
+
+  int rank_;
+  uint64_t max_bytes_;
+  std::chrono::milliseconds timeout_;
+  uint64_t nonce_ = 0;
+  std::vector<std::pair<int, std::string>> listeners_;  // fd, "ip:port"
+  std::vector<std::unique_ptr<Conn>> conns_;
+  std::vector<Conn*> by_peer_;
+  int epfd_ = -1;  // readiness of every connection when there are several
+  std::mutex mu_;
+  uint64_t sent_ = 0, recvd_ = 0;
+};
+
+// "ip" of a tcp;ofi_rxm endpoint's name (fi_getname bytes: a sockaddr), or "".
+std::string sockaddr_ip(const std::string& name);
+
+}  // namespace dccl::net
