@@ -58,7 +58,21 @@ struct Placement {
   int local_rank = 0, local_size = 1;
   int netns_fd = -1;     // emulated host's network namespace; -1: dccl-run's own
   std::string hostname;  // its UTS name
+  int cpu = -1;          // --bind-to core: the CPU it runs on; -1: not bound
 };
+
+// --bind-to: every emulated host shares this machine's CPUs, so the ranks of the
+// whole job are counted against the CPUs dccl-run may use.
+void bind_ranks(const dcclrun::RunOptions& o, std::vector<Placement>* place) {
+  if (o.bind_to == "none") return;
+  cpu_set_t set;
+  if (::sched_getaffinity(0, sizeof(set), &set) != 0) return;
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  if (cpus.empty() || (o.bind_to.empty() && place->size() > cpus.size())) return;
+  for (size_t r = 0; r < place->size(); ++r) (*place)[r].cpu = cpus[r % cpus.size()];
+}
 
 std::vector<Placement> place_ranks(const dcclrun::RunOptions& o, const dcclrun::EmuNet* net) {
   std::vector<Placement> out;
@@ -194,8 +208,12 @@ bool Job::start(const std::string& program, const std::string& id, const sigset_
       say(std::string("fork: ") + std::strerror(errno));
       return false;
     }
+    cpu_set_t cpu;
+    CPU_ZERO(&cpu);
+    if (pl.cpu >= 0) CPU_SET(pl.cpu, &cpu);
     if (pid == 0) {  // child: async-signal-safe calls only
       ::setpgid(0, 0);
+      if (pl.cpu >= 0 && ::sched_setaffinity(0, sizeof(cpu), &cpu) != 0) err.fail("cannot bind to its CPU");
       // Signals we forward must reach the program even when our caller
       // ignored them (e.g. a shell's background job ignores SIGINT).
       for (int s : {SIGPIPE, SIGINT, SIGTERM}) ::signal(s, SIG_DFL);
@@ -487,7 +505,9 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  Job job(opt, place_ranks(opt, net.get()));
+  std::vector<Placement> place = place_ranks(opt, net.get());
+  bind_ranks(opt, &place);
+  Job job(opt, std::move(place));
   int rc;
   if (job.start(program, id_hex, old_mask)) {
     rc = job.supervise(sigfd);

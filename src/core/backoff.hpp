@@ -28,13 +28,21 @@ class Backoff {
   // One idle step after a poll found nothing; `now` is a recent clock reading.
   // Returns false while still in the spin budget (nothing was done).
   bool idle(Clock::time_point now) {
+    return idle(now, [](int64_t ns) {
+      timespec ts{0, static_cast<long>(ns)};
+      nanosleep(&ts, nullptr);
+    });
+  }
+  // The same, napping through nap(ns): a sleep that may end early when what is
+  // awaited arrives (a poll on sockets).
+  template <class Nap>
+  bool idle(Clock::time_point now, Nap&& nap) {
     if (now < spin_end_) return false;
     if (now < yield_end_) {
       sched_yield();
       return true;
     }
-    timespec ts{0, static_cast<long>(nap_ns_)};
-    nanosleep(&ts, nullptr);
+    nap(nap_ns_);
     nap_ns_ = std::min<int64_t>(nap_ns_ * 2, kMaxNapNs);
     return true;
   }

@@ -21,7 +21,7 @@
   X(hier_piece_bytes, "DCCL_HIER_PIECE_BYTES", Bytes, "4M", "Hierarchical allreduce above 64 KiB runs in pieces of this many bytes, the cross-host step of one piece beside the intra-host steps of its neighbours (0: one piece)") \
   X(net_ifname, "DCCL_NET_IFNAME", Str, "", "Network rails (NICs) by interface name, comma list in rail order, exact names; init fails naming what exists when one is not offered. Empty: every non-loopback IPv4 interface tcp;ofi_rxm offers (docker*, virbr* left out). A rank's rail is its local rank mod the rail count") \
   X(net_stripe_bytes, "DCCL_NET_STRIPE_BYTES", Bytes, "128K", "With one rank per host and >= 2 rails at both ends: message parts of at least this size are cut into one piece per rail (0: never stripe)") \
-  X(net_sock_bytes, "DCCL_NET_SOCK_BYTES", Bytes, "64M", "Host-memory messages up to this size to peers reached over tcp;ofi_rxm take DirectCCL's own socket path: one TCP connection per pair, one system call per message at each end (0: every message through libfabric)") \
+  X(net_sock_bytes, "DCCL_NET_SOCK_BYTES", Bytes, "256K", "Host-memory messages up to this size to peers reached over tcp;ofi_rxm take DirectCCL's own socket path: one TCP connection per pair, one system call per message at each end (0: every message through libfabric)") \
   X(sim_dmabuf, "DCCL_SIM_DMABUF", Bool, "1", "sim accelerator memory offers dma-buf export (0: not, as memory a NIC cannot reach; tests the staged fallback)") \
   X(socket_ifname, "DCCL_SOCKET_IFNAME", Str, "", "Interface for the bootstrap store; empty: the one that reaches the root") \
   X(peer_direct, "DCCL_PEER_DIRECT", Str, "auto", "auto: direct where viable; 1: require direct; 0: force host staging") \

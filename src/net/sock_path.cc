@@ -2,6 +2,7 @@
 // (net/sock_path.hpp).
 #include "net/sock_path.hpp"
 
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -100,6 +101,19 @@ int SockPath::progress(bool block) {
     if (c.dead.empty()) read_locked(c, &done);
   }
   return done;
+}
+
+void SockPath::nap(int64_t ns) {
+  std::vector<pollfd> fds;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    fds.reserve(conns_.size());
+    for (auto& c : conns_)
+      if (c->dead.empty())
+        fds.push_back(pollfd{c->fd, static_cast<short>(POLLIN | (c->txq.empty() ? 0 : POLLOUT)), 0});
+  }
+  const timespec ts{0, static_cast<long>(ns)};
+  ppoll(fds.data(), fds.size(), &ts, nullptr);
 }
 
 bool SockPath::write_locked(Conn& c) {

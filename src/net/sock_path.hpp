@@ -61,6 +61,9 @@ class SockPath {
   // Writes what is queued and reads what arrived. block=false skips the pass when
   // another thread is in one. Returns messages completed.
   int progress(bool block = false);
+  // Sleeps up to ns nanoseconds, less when a connection turns readable (or writable,
+  // where sends are queued).
+  void nap(int64_t ns);
   // Fails everything pending ("cancelled"); later posts fail at once.
   void cancel_all();
   // For a receive that is taking too long: "; count mismatch: ..." when the peer's

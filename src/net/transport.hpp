@@ -3,6 +3,7 @@
 #pragma once
 #include <atomic>
 #include <chrono>
+#include <ctime>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -116,6 +117,12 @@ class Transport {
                      MemRegion* mr = nullptr) = 0;
   // Reads completion queues once, marking finished requests. Thread safe.
   virtual void progress() = 0;
+  // Sleeps up to `ns` nanoseconds while waiting for requests (core::Backoff's naps):
+  // returns early when the socket path has something to read or room to write.
+  virtual void nap(int64_t ns) {
+    timespec ts{0, static_cast<long>(ns)};
+    nanosleep(&ts, nullptr);
+  }
   // Progress until every request is done; throws core::Error(dcclRemoteError) with the
   // provider's text on a failed completion, core::Error(dcclTimeout) after the timeout.
   // `what` names the operation and step for the error message.

@@ -116,7 +116,7 @@ uint64_t parse_rate(const std::string& text, std::string* why) {
 void print_run_usage(FILE* f) {
   std::fprintf(f,
       "usage: dccl-run -n N [--env K=V | -x K=V | -x NAME]... [--timeout SEC] [--keep-going] [--no-prefix]\n"
-      "                [--] prog [args...]\n"
+      "                [--bind-to core|none] [--] prog [args...]\n"
       "       dccl-run --hosts H|A+B+... [-n N] [--rails R] [--rate RATE] [--mtu BYTES] [--keep-net] ...\n"
       "  Starts N local ranks of prog with DCCL_RANK, DCCL_WORLD_SIZE, DCCL_LOCAL_RANK,\n"
       "  DCCL_LOCAL_SIZE and DCCL_ID (the rendezvous store, hosted by dccl-run) set,\n"
@@ -135,6 +135,10 @@ void print_run_usage(FILE* f) {
       "  --keep-net        leave the emulated network in place after the job (debugging)\n"
       "  --no-prefix       print the ranks' lines as they wrote them (whole lines, no \"[rank] \";\n"
       "                    e.g. for dccl-perf --json on stdout)\n"
+      "  --bind-to core|none  core: rank r runs on the r-th CPU dccl-run may use (its\n"
+      "                    threads and children too); none: wherever the scheduler puts it.\n"
+      "                    Default: core when the ranks are no more than those CPUs (as\n"
+      "                    mpirun binds small jobs), else none\n"
       "  --keep-going      when a rank fails, let the others run to their own end (or\n"
       "                    --timeout) instead of ending them (fault tests)\n"
       "Exit status: 0, the first failing rank's status (128+signal when killed),\n"
@@ -235,6 +239,13 @@ int parse_run_args(int argc, char** argv, RunOptions* opt, std::string* error) {
       opt->keep_going = true;
     } else if (arg == "--no-prefix") {
       opt->no_prefix = true;
+    } else if ((m = value(arg, "--bind-to", &v))) {
+      if (m == 2) return 2;
+      if (v != "core" && v != "none") {
+        *error = "--bind-to takes core or none, not '" + v + "'";
+        return 2;
+      }
+      opt->bind_to = v;
     } else if (arg.size() > 1 && arg[0] == '-') {
       *error = "unknown option '" + arg + "'";
       return 2;
