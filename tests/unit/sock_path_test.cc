@@ -1,0 +1,185 @@
+// DirectCCL's socket path (net/sock_path.hpp) through the transport: unexpected
+// messages, matching on tag and length, which sizes take it, a peer that goes away,
+// the published address. The ByProvider suite of transport_test runs its exchanges
+// over it too ("tcpsock").
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "net/blob.hpp"
+#include "net/sock_path.hpp"
+#include "net_ranks.hpp"
+
+namespace dccl::net {
+namespace {
+
+using namespace dccl::net::nettest;
+using Clock = std::chrono::steady_clock;
+
+// Sends arrive before their receives are posted (the receiver waits at a barrier):
+// each is kept as an unexpected message and taken by the receive with its tag and
+// length, whatever order the receives come in. Sizes around the direct-read bound.
+TEST(SockPath, UnexpectedMessagesMatchTagAndLength) {
+  run_ranks(2, opts("tcpsock"), [](Ctx& c) {
+    const std::vector<size_t> lens = {0, 8, 4095, 4096, 4097, 70000, (size_t(1) << 20) + 3};
+    if (c.rank == 0) {
+      std::vector<std::vector<uint8_t>> out(lens.size());
+      std::vector<Request> rs(lens.size());
+      std::vector<Request*> all;
+      for (size_t k = 0; k < lens.size(); ++k) {  // one tag for all: only the length tells them apart
+        out[k].resize(lens[k]);
+        fill(out[k], 0, static_cast<int>(k));
+        c.t->isend(1, out[k].data(), lens[k], 77, &rs[k]);
+        all.push_back(&rs[k]);
+      }
+      c.t->wait(all.data(), all.size(), "sends");  // complete once the kernel holds them
+      for (size_t k = 0; k < lens.size(); ++k) CHILD_CHECK(rs[k].bytes == lens[k] && !rs[k].failed);
+      c.barrier("sent");
+      return;
+    }
+    c.barrier("sent");
+    std::vector<std::vector<uint8_t>> in(lens.size());
+    std::vector<Request> rr(lens.size());
+    std::vector<Request*> all;
+    for (size_t k = lens.size(); k-- > 0;) {  // reverse order
+      in[k].assign(lens[k] + 1, 0xee);
+      c.t->irecv(0, in[k].data(), lens[k], 77, &rr[k]);
+      all.push_back(&rr[k]);
+    }
+    c.t->wait(all.data(), all.size(), "receives");
+    for (size_t k = 0; k < lens.size(); ++k) {
+      CHILD_CHECK(rr[k].bytes == lens[k]);
+      CHILD_CHECK(verify(in[k], lens[k], 0, static_cast<int>(k)) && in[k][lens[k]] == 0xee);
+    }
+  });
+}
+
+// A receive posted while its (large) message is still arriving as unexpected takes
+// it over; many small messages queued behind it come through in order.
+TEST(SockPath, ReceivePostedMidMessage) {
+  run_ranks(2, opts("tcpsock"), [](Ctx& c) {
+    const size_t big = size_t(24) << 20;
+    if (c.rank == 0) {
+      std::vector<uint8_t> out(big);
+      fill(out, 0, 5);
+      std::vector<uint32_t> small(200);
+      std::vector<Request> rs(201);
+      std::vector<Request*> all;
+      c.t->isend(1, out.data(), big, 3, &rs[0]);
+      all.push_back(&rs[0]);
+      for (int k = 0; k < 200; ++k) {
+        small[k] = 1000 + k;
+        c.t->isend(1, &small[k], 4, 4, &rs[k + 1]);
+        all.push_back(&rs[k + 1]);
+      }
+      c.t->wait(all.data(), all.size(), "sends");
+      return;
+    }
+    std::vector<uint8_t> in(big);
+    std::vector<uint32_t> small(200);
+    std::vector<Request> rr(201);
+    for (int i = 0; i < 50; ++i) c.t->progress();  // part of the big message arrives unexpected
+    c.t->irecv(0, in.data(), big, 3, &rr[0]);
+    for (int k = 0; k < 200; ++k) c.t->irecv(0, &small[k], 4, 4, &rr[k + 1]);
+    std::vector<Request*> all;
+    for (auto& r : rr) all.push_back(&r);
+    c.t->wait(all.data(), all.size(), "receives");
+    CHILD_CHECK(verify(in, big, 0, 5));
+    for (int k = 0; k < 200; ++k) CHILD_CHECK(small[k] == uint32_t(1000 + k));
+  });
+}
+
+// Messages above DCCL_NET_SOCK_BYTES go through libfabric, those up to it through
+// the sockets: the socket path's byte counts say which.
+TEST(SockPath, SizeLimitSplitsTraffic) {
+  TransportOptions o = opts("tcp");
+  o.sock_bytes = 4096;
+  run_ranks(2, o, [](Ctx& c) {
+    int peer = 1 - c.rank;
+    for (size_t len : {size_t(4096), size_t(4097)}) {
+      std::vector<uint8_t> out(len), in(len);
+      fill(out, c.rank, 2);
+      Request rs, rr;
+      c.t->irecv(peer, in.data(), len, 6, &rr);
+      c.t->isend(peer, out.data(), len, 6, &rs);
+      Request* both[] = {&rs, &rr};
+      c.t->wait(both, 2, "exchange");
+      CHILD_CHECK(verify(in, len, peer, 2));
+    }
+    const std::vector<std::string> lines = c.t->rail_counters();
+    bool found = false;
+    for (const std::string& l : lines)
+      if (l == "socket path: sent 4096 bytes, received 4096 bytes") found = true;
+    if (!found)
+      for (const std::string& l : lines) fprintf(stderr, "counter: %s\n", l.c_str());
+    CHILD_CHECK(found);
+  });
+}
+
+// A peer that exits fails the receive waiting for it at once, naming the peer,
+// instead of waiting out the timeout; later posts to it fail too.
+TEST(SockPath, PeerExitFailsPendingReceive) {
+  run_ranks(2, opts("tcpsock", 20000), [](Ctx& c) {
+    if (c.rank == 0) {
+      c.barrier("ready");
+      _exit(0);  // closes its sockets; the harness counts exit code 0
+    }
+    uint64_t v = 0;
+    Request r;
+    c.t->irecv(0, &v, 8, 1, &r);
+    c.barrier("ready");
+    const auto t0 = Clock::now();
+    try {
+      c.t->wait(r, "recv from a peer that exits");
+      CHILD_CHECK(false);
+    } catch (const core::Error& e) {
+      fprintf(stderr, "expected: %s\n", e.what());
+      CHILD_CHECK(e.code() == dcclRemoteError);
+      CHILD_CHECK(std::string(e.what()).find("rank 0 closed its connection") != std::string::npos);
+    }
+    CHILD_CHECK(Clock::now() - t0 < std::chrono::seconds(5));
+    Request s;
+    c.t->isend(0, &v, 8, 2, &s);
+    CHILD_CHECK(s.done && s.failed);
+    _exit(0);  // rank 0 is gone: skip the closing barrier
+  });
+}
+
+TEST(SockPath, AddressAndBlob) {
+  SockPath p(0, 1234, std::chrono::milliseconds(1000), {"127.0.0.1"});
+  const std::string a = p.address();
+  EXPECT_EQ(a.rfind("sock1 1234 ", 0), 0u) << a;
+  EXPECT_NE(a.find(" 127.0.0.1:"), std::string::npos) << a;
+  Blob b;
+  b.host = "h";
+  b.boot_id = "b";
+  b.pid = 1;
+  b.sock = a;
+  EXPECT_EQ(Blob::decode(b.encode(), "test").sock, a);
+  b.sock.clear();
+  EXPECT_EQ(Blob::decode(b.encode(), "test").sock, "");
+  // A malformed peer address is refused by name.
+  SockPath q(1, 1234, std::chrono::milliseconds(500), {"127.0.0.1"});
+  try {
+    q.connect({{0, "sock1 99 zz"}, {-1, ""}});
+    ADD_FAILURE() << "no error";
+  } catch (const core::Error& e) {
+    EXPECT_EQ(e.code(), dcclInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("rank 0's socket address"), std::string::npos) << e.what();
+  }
+  // A peer that never answers: a timeout naming it.
+  SockPath r(1, 1234, std::chrono::milliseconds(300), {"127.0.0.1"});
+  try {
+    r.connect({{0, "sock1 99 1 127.0.0.1:1"}, {-1, ""}});  // rank 0 < 1: it would connect to us
+    ADD_FAILURE() << "no error";
+  } catch (const core::Error& e) {
+    EXPECT_EQ(e.code(), dcclTimeout);
+    EXPECT_NE(std::string(e.what()).find("no connection with rank(s) 0"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(sockaddr_ip(std::string(3, 'x')), "");
+}
+
+}  // namespace
+}  // namespace dccl::net
