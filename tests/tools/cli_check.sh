@@ -84,5 +84,25 @@ for f in -a -m -G -t -g -b -e -f -i -n -w -c -d -o -r -z --json --mem --peer-dir
   check "README lists dccl-perf's $f" grep -q -- "$f" "$(dirname "$0")/../../README.md"
 done
 
+# dccl-run --bind-to: each rank alone on a CPU of its own when the ranks fit the
+# CPUs (the default) or when asked; the whole set with none; a bad value refused.
+ncpu=$(nproc)
+"$RUN" -n 2 --timeout 30 sh -c 'grep Cpus_allowed_list /proc/self/status' > "$T/bind" 2>&1
+if [ "$ncpu" -ge 2 ]; then
+  check "dccl-run binds 2 ranks to a CPU each by default" \
+    test "$(grep -c 'Cpus_allowed_list:[[:space:]]*[0-9]*$' "$T/bind")" -eq 2
+  check "dccl-run: the two ranks' CPUs differ" \
+    test "$(awk '{print $NF}' "$T/bind" | sort -u | wc -l)" -eq 2
+fi
+"$RUN" -n 2 --bind-to none --timeout 30 sh -c 'grep Cpus_allowed_list /proc/self/status' > "$T/nobind" 2>&1
+check "dccl-run --bind-to none keeps dccl-run's CPUs" \
+  test "$(awk '{print $NF}' "$T/nobind" | sort -u)" = "$(grep Cpus_allowed_list /proc/self/status | awk '{print $NF}')"
+"$RUN" -n $((ncpu + 1)) --timeout 30 sh -c 'grep Cpus_allowed_list /proc/self/status' > "$T/over" 2>&1
+check "dccl-run leaves more ranks than CPUs unbound" \
+  test "$(awk '{print $NF}' "$T/over" | sort -u)" = "$(grep Cpus_allowed_list /proc/self/status | awk '{print $NF}')"
+"$RUN" -n 2 --bind-to socket true > "$T/badbind" 2>&1; rc=$?
+check "dccl-run --bind-to socket is refused with 2" test $rc -eq 2
+check "dccl-run says what --bind-to takes" has "$T/badbind" "core or none"
+
 [ $fails -eq 0 ] && echo "cli: all checks passed" || echo "cli: $fails check(s) failed"
 exit $(( fails > 0 ))
