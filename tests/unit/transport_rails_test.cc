@@ -20,46 +20,12 @@
 #include "net/provider.hpp"
 #include "net/rails.hpp"
 #include "net/transport.hpp"
+#include "net_ranks.hpp"
 
 namespace dccl::net {
 namespace {
 
-namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
-
-#define CHILD_CHECK(cond)                                                                                   \
-  do {                                                                                                      \
-    if (!(cond)) {                                                                                          \
-      fprintf(stderr, "[child %d] %s:%d: check failed: %s\n", getpid(), __FILE__, __LINE__, #cond);         \
-      _exit(2);                                                                                             \
-    }                                                                                                       \
-  } while (0)
-
-// <dir>/<key>.<rank> files; progresses `t` while waiting for the others.
-std::vector<std::string> exchange(const std::string& dir, const std::string& key, int rank, int n,
-                                  const std::string& data, Transport* t = nullptr) {
-  const std::string path = dir + "/" + key + "." + std::to_string(rank);
-  {
-    std::ofstream f(path + ".tmp", std::ios::binary);
-    f.write(data.data(), static_cast<std::streamsize>(data.size()));
-  }
-  fs::rename(path + ".tmp", path);
-  std::vector<std::string> out(static_cast<size_t>(n));
-  const auto deadline = Clock::now() + std::chrono::seconds(30);
-  for (int r = 0; r < n; ++r) {
-    const std::string p = dir + "/" + key + "." + std::to_string(r);
-    while (!fs::exists(p)) {
-      CHILD_CHECK(Clock::now() < deadline);
-      if (t) t->progress();
-      usleep(50);
-    }
-    std::ifstream f(p, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    out[static_cast<size_t>(r)] = ss.str();
-  }
-  return out;
-}
+using namespace dccl::net::nettest;
 
 // The first non-loopback IPv4 interface tcp offers, or "" (then the tests skip).
 std::string other_interface() {
@@ -84,43 +50,11 @@ TransportOptions rail_opts(const std::string& ifnames, int local_rank, int local
 
 // Two forked ranks on hosts "h0" and "h1" run body(rank, transport).
 void run_pair(TransportOptions base, const std::function<void(int, Transport&)>& body) {
-  char tmpl[] = "/tmp/dccl_rails_test_XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
-  std::vector<pid_t> pids;
-  fflush(stdout);
-  fflush(stderr);
-  for (int r = 0; r < 2; ++r) {
-    const pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      int code = 0;
-      try {
-        TransportOptions o = base;
-        o.rank = r;
-        o.host = "h" + std::to_string(r);
-        auto t = Transport::create(o);
-        t->connect(exchange(dir, "blob", r, 2, t->local_blob()));
-        body(r, *t);
-        exchange(dir, "done", r, 2, "x", t.get());
-      } catch (const std::exception& e) {
-        fprintf(stderr, "[rank %d] exception: %s\n", r, e.what());
-        code = 3;
-      }
-      fflush(stderr);
-      _exit(code);
-    }
-    pids.push_back(pid);
-  }
-  for (int r = 0; r < 2; ++r) {
-    int st = 0;
-    ASSERT_EQ(waitpid(pids[static_cast<size_t>(r)], &st, 0), pids[static_cast<size_t>(r)]);
-    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "rank " << r << " status " << st;
-  }
-  fs::remove_all(dir);
+  run_ranks(2, base, [&](Ctx& c) { body(c.rank, *c.t); }, false, [](int r) {
+    std::string h(1, 'h');
+    return h.append(std::to_string(r));
+  });
 }
-
-uint8_t pattern(int src, size_t i, int salt) { return static_cast<uint8_t>(src * 131 + i * 7 + (i >> 12) + salt * 13); }
 
 // Each rank sends `lens` (one tag, in order) to the other and receives the same.
 // `staged`: the sender posts each message part by part (256 KiB each), as the
