@@ -93,8 +93,11 @@ std::string sockaddr_ip(const std::string& name) {
 }
 
 SockPath::SockPath(int rank, uint64_t max_bytes, std::chrono::milliseconds timeout,
-                   const std::vector<std::string>& ips)
-    : rank_(rank), max_bytes_(max_bytes), timeout_(timeout) {
+                   const std::vector<std::string>& ips, std::vector<std::string> rails)
+    : rank_(rank), max_bytes_(max_bytes), timeout_(timeout), rails_(std::move(rails)) {
+  rails_.resize(std::max<size_t>(ips.size(), 1));
+  rail_sent_.assign(rails_.size(), 0);
+  rail_recvd_.assign(rails_.size(), 0);
   std::random_device rd;
   nonce_ = (static_cast<uint64_t>(rd()) << 32) ^ rd();
   for (const std::string& ip : ips) {
@@ -136,6 +139,7 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers) {
   struct Pending {
     int fd = -1;
     int peer = -1;  // -1: accepted, not yet introduced
+    int rail = 0;   // the listener that accepted it, or the rail connected over
     bool outgoing = false;
     bool connecting = false;  // outgoing: connect() in progress
     char hello[kHelloBytes];
@@ -169,6 +173,7 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers) {
     }
     Pending p;
     p.peer = static_cast<int>(r);
+    p.rail = rail;
     p.outgoing = true;
     if (!parse_hostport(eps[static_cast<size_t>(rail)], &p.sa, &p.salen))
       core::raise(dcclInvalidArgument, core::describe(rank_, "socket path", "malformed " + whose));
@@ -178,6 +183,7 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers) {
     auto c = std::make_unique<Conn>();
     c->fd = p.fd;
     c->peer = p.peer;
+    c->rail = p.rail < static_cast<int>(rails_.size()) ? p.rail : 0;
     c->limit = limits[static_cast<size_t>(p.peer)];
     c->stage.resize(64 << 10);
     tune(c->fd);
@@ -231,6 +237,7 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers) {
         for (int fd; (fd = accept4(listeners_[i].first, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0;) {
           Pending p;
           p.fd = fd;
+          p.rail = static_cast<int>(i);
           pend.push_back(p);
         }
       }

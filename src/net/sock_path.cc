@@ -136,6 +136,7 @@ bool SockPath::write_locked(Conn& c) {
     t.off += static_cast<size_t>(w);
     if (t.off < sizeof(t.hdr) + t.len) return true;  // the kernel's buffer is full
     sent_ += t.len;
+    rail_sent_[static_cast<size_t>(c.rail)] += t.len;
     Request* req = t.req;
     c.txq.pop_front();
     complete(req, t.len);
@@ -168,6 +169,7 @@ bool SockPath::read_locked(Conn& c, int* done) {
     if (direct) {
       c.got += static_cast<size_t>(r);
       recvd_ += static_cast<size_t>(r);
+      rail_recvd_[static_cast<size_t>(c.rail)] += static_cast<size_t>(r);
       if (c.got == c.len) finish_message_locked(c, done);
       continue;
     }
@@ -194,6 +196,7 @@ void SockPath::consume_locked(Conn& c, const char* p, size_t n, int* done) {
     memcpy(c.dst + c.got, p, take);
     c.got += take;
     recvd_ += take;
+    rail_recvd_[static_cast<size_t>(c.rail)] += take;
     p += take;
     n -= take;
     if (c.got == c.len) finish_message_locked(c, done);
@@ -273,6 +276,19 @@ void SockPath::fail_conn_locked(Conn& c, const std::string& why) {
 void SockPath::cancel_all() {
   std::lock_guard<std::mutex> lk(mu_);
   for (auto& c : conns_) fail_conn_locked(*c, "cancelled");
+}
+
+std::vector<std::string> SockPath::counters() {
+  std::lock_guard<std::mutex> lk(mu_);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < rails_.size(); ++i)
+    if (!rails_[i].empty())
+      out.push_back("socket path on " + rails_[i] + ": sent " + std::to_string(rail_sent_[i]) + " bytes, received " +
+                    std::to_string(rail_recvd_[i]) + " bytes");
+  if (out.empty())
+    out.push_back("socket path: sent " + std::to_string(sent_) + " bytes, received " + std::to_string(recvd_) +
+                  " bytes");
+  return out;
 }
 
 std::string SockPath::mismatch_note(const Request& r) {

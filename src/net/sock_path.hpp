@@ -39,7 +39,10 @@ class SockPath {
   // Listens on each of `ips` (IPv4 or IPv6 literals: the TCP rails' addresses, in
   // rail order) on a port the kernel picks. Messages up to max_bytes (per pair: the
   // smaller of both ends' limits) take this path. Throws core::Error(dcclSystemError).
-  SockPath(int rank, uint64_t max_bytes, std::chrono::milliseconds timeout, const std::vector<std::string>& ips);
+  // `rails`: the interface names of those addresses ("" when not a rail), for the
+  // per-rail byte counts.
+  SockPath(int rank, uint64_t max_bytes, std::chrono::milliseconds timeout, const std::vector<std::string>& ips,
+           std::vector<std::string> rails = {});
   ~SockPath();
   SockPath(const SockPath&) = delete;
   SockPath& operator=(const SockPath&) = delete;
@@ -71,6 +74,9 @@ class SockPath {
   std::string mismatch_note(const Request& r);
   uint64_t sent_bytes() const { return sent_; }
   uint64_t recv_bytes() const { return recvd_; }
+  // "socket path on eth0: sent N bytes, received M bytes" per rail that has a name,
+  // else one "socket path: ..." line.
+  std::vector<std::string> counters();
 
  private:
   struct Tx {
@@ -96,6 +102,7 @@ class SockPath {
   struct Conn {
     int fd = -1;
     int peer = -1;
+    int rail = 0;  // index into rails_: the interface the connection runs over
     uint64_t limit = 0;
     std::string dead;  // why the connection is unusable ("" while it works)
     std::deque<Tx> txq;
@@ -131,6 +138,8 @@ class SockPath {
   int epfd_ = -1;  // readiness of every connection when there are several
   std::mutex mu_;
   uint64_t sent_ = 0, recvd_ = 0;
+  std::vector<std::string> rails_;
+  std::vector<uint64_t> rail_sent_, rail_recvd_;  // per rail, under mu_
 };
 
 // "ip" of a tcp;ofi_rxm endpoint's name (fi_getname bytes: a sockaddr), or "".

@@ -235,15 +235,17 @@ FabricTransport::FabricTransport(const TransportOptions& o) : opts_(o) {
       DCCL_INFO("net: tcp;ofi_rxm unavailable (%s); only same-host peers are reachable",
                 why_tcp.c_str());
   }
-  std::vector<std::string> tcp_ips;
+  std::vector<std::string> tcp_ips, tcp_rails;
   for (auto& ep : eps_) {
     self_.endpoints.emplace_back(ep->provider(), ep->address());
     self_.rails.push_back(ep->rail());
-    if (ep->provider() == kTcpProvider) tcp_ips.push_back(sockaddr_ip(ep->address()));
+    if (ep->provider() != kTcpProvider) continue;
+    tcp_ips.push_back(sockaddr_ip(ep->address()));
+    tcp_rails.push_back(ep->rail());
   }
   if (o.sock_bytes > 0 && !tcp_ips.empty() &&
       std::find(tcp_ips.begin(), tcp_ips.end(), std::string()) == tcp_ips.end()) {
-    sock_ = std::make_unique<SockPath>(o.rank, o.sock_bytes, o.timeout, tcp_ips);
+    sock_ = std::make_unique<SockPath>(o.rank, o.sock_bytes, o.timeout, tcp_ips, tcp_rails);
     self_.sock = sock_->address();
   }
 }
@@ -328,8 +330,7 @@ std::vector<std::string> FabricTransport::rail_counters() const {
       out.push_back(ep->label() + ": sent " + std::to_string(ep->sent_bytes()) + " bytes, received " +
                     std::to_string(ep->recv_bytes()) + " bytes");
   if (sock_)
-    out.push_back("socket path: sent " + std::to_string(sock_->sent_bytes()) + " bytes, received " +
-                  std::to_string(sock_->recv_bytes()) + " bytes");
+    for (std::string& l : sock_->counters()) out.push_back(std::move(l));
   return out;
 }
 

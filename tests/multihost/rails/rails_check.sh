@@ -2,7 +2,8 @@
 # Rails across emulated hosts: collectives give correct results, and every rail of
 # every host carried bytes — by the interfaces' own counters (/proc/net/dev in each
 # namespace, before and after) and by the transport's (DCCL_DEBUG=INFO lines
-# "net: rank R tcp;ofi_rxm on ethK: sent N bytes, ...").
+# "net: rank R tcp;ofi_rxm on ethK: sent N bytes, ..." and, for the messages up to
+# DCCL_NET_SOCK_BYTES, "net: rank R socket path on ethK: sent N bytes, ...").
 # usage: rails_check.sh LAYOUT COLL_CHECK DCCL_PERF [DCCL_RUN]
 #   LAYOUT  2x1: 2 hosts x 1 rank, 2 rails, striped (DCCL_NET_STRIPE_BYTES=4K, so
 #                that the small suite's messages are cut over both rails)
@@ -84,7 +85,7 @@ for h in $(seq 0 $((hosts - 1))); do
   done
 done
 for r in $(seq 0 $((rails - 1))); do
-  sent=$(grep -ho "tcp;ofi_rxm on eth$r: sent [0-9]*" "$out" | awk '{s += $NF} END {print s + 0}')
+  sent=$(grep -ho -E "(tcp;ofi_rxm|socket path) on eth$r: sent [0-9]*" "$out" | awk '{s += $NF} END {print s + 0}')
   echo "eth$r: $sent bytes sent by the transports (all ranks, all communicators)"
   [ "$sent" -gt 0 ] || { echo "FAIL: the transport sent nothing on eth$r"; bad=1; }
 done
