@@ -135,11 +135,12 @@ bool SockPath::write_locked(Conn& c) {
     }
     t.off += static_cast<size_t>(w);
     if (t.off < sizeof(t.hdr) + t.len) return true;  // the kernel's buffer is full
-    sent_ += t.len;
-    rail_sent_[static_cast<size_t>(c.rail)] += t.len;
+    const size_t len = t.len;
     Request* req = t.req;
-    c.txq.pop_front();
-    complete(req, t.len);
+    c.txq.pop_front();  // t is gone from here on
+    sent_ += len;
+    rail_sent_[static_cast<size_t>(c.rail)] += len;
+    complete(req, len);
   }
   return true;
 }
