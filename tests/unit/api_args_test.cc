@@ -48,12 +48,9 @@ const std::vector<dcclComm_t>& comms(int n) {
   return g_comms.at(n);
 }
 
-class Env : public ::testing::Environment {
+class Env : public ShmApiEnv {
  public:
-  void SetUp() override {
-    setenv("DCCL_TIMEOUT_S", "10", 1);
-    setenv("DCCL_PROVIDER", "shm", 1);
-  }
+  Env() : ShmApiEnv("10") {}
   void TearDown() override {
     for (auto& [n, cs] : g_comms)
       on_ranks(n, [&](int r) { EXPECT_EQ(dcclCommDestroy(cs[static_cast<size_t>(r)]), dcclSuccess) << last_error(); });

@@ -57,14 +57,8 @@ void expect_allreduce(const std::vector<dcclComm_t>& cs, dcclStream_t* streams =
   });
 }
 
-class Env : public ::testing::Environment {
- public:
-  void SetUp() override {
-    setenv("DCCL_TIMEOUT_S", "20", 1);
-    setenv("DCCL_PROVIDER", "shm", 1);
-  }
-};
-[[maybe_unused]] ::testing::Environment* const g_env = ::testing::AddGlobalTestEnvironment(new Env);
+[[maybe_unused]] ::testing::Environment* const g_env =
+    ::testing::AddGlobalTestEnvironment(new ShmApiEnv("20"));
 
 TEST(ApiConfig, BlockingInitWithDefaultsWorksOn1To4Ranks) {
   for (int n : {1, 2, 4}) {

@@ -20,17 +20,12 @@
 
 #include "dccl/dccl.hpp"
 #include "kernels/reduce.hpp"
+#include "rank_threads.hpp"
 
 namespace {
 
-class Env : public ::testing::Environment {
- public:
-  void SetUp() override {
-    setenv("DCCL_TIMEOUT_S", "10", 1);
-    setenv("DCCL_PROVIDER", "shm", 1);
-  }
-};
-[[maybe_unused]] ::testing::Environment* const g_env = ::testing::AddGlobalTestEnvironment(new Env);
+[[maybe_unused]] ::testing::Environment* const g_env =
+    ::testing::AddGlobalTestEnvironment(new ShmApiEnv("10"));
 
 // Makes an n-rank world and runs body(comm) on one thread per rank. The ranks
 // meet before destroying their communicators (see InProcessDestroyRace below).

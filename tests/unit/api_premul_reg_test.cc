@@ -26,14 +26,8 @@ std::vector<dcclComm_t> make_comms(int n, dcclConfig_t* cfg = nullptr) {
   return cs;
 }
 
-class Env : public ::testing::Environment {
- public:
-  void SetUp() override {
-    setenv("DCCL_TIMEOUT_S", "20", 1);
-    setenv("DCCL_PROVIDER", "shm", 1);
-  }
-};
-[[maybe_unused]] ::testing::Environment* const g_env = ::testing::AddGlobalTestEnvironment(new Env);
+[[maybe_unused]] ::testing::Environment* const g_env =
+    ::testing::AddGlobalTestEnvironment(new ShmApiEnv("20"));
 
 double input(int r, size_t i) { return static_cast<double>(static_cast<int>(i % 23) - 11) + 0.25 * r; }
 double scalar_of(int r) { return 0.5 * (r + 1); }

@@ -3,12 +3,28 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "dccl/dccl.h"
+
+// The C API tests' environment: every rank talks over shm and a wait gives up
+// after `timeout_s` seconds. Register once per binary:
+//   ::testing::AddGlobalTestEnvironment(new ShmApiEnv("20"));
+class ShmApiEnv : public ::testing::Environment {
+ public:
+  explicit ShmApiEnv(const char* timeout_s) : timeout_s_(timeout_s) {}
+  void SetUp() override {
+    setenv("DCCL_TIMEOUT_S", timeout_s_, 1);
+    setenv("DCCL_PROVIDER", "shm", 1);
+  }
+
+ private:
+  const char* timeout_s_;
+};
 
 // Runs f(rank) on one thread per rank and joins them.
 inline void on_ranks(int n, const std::function<void(int)>& f) {
