@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <pthread.h>
 #include <sys/mman.h>
@@ -15,6 +16,8 @@
 #include <cstdio>
 #include <cstring>
 #include <thread>
+
+#include "core/log.hpp"
 
 namespace dccl::net {
 
@@ -122,6 +125,32 @@ void unlink_shm_region(const std::string& address) {
   if (sscanf(name.c_str(), "%lu:%lu:%lu%c", &pid, &a, &b, &tail) != 3 || pid != static_cast<unsigned long>(getpid()))
     return;
   unlink(("/dev/shm/" + name).c_str());
+}
+
+void rescue_after_peer_failure(int rank, const std::vector<ShmPeer>& peers, const std::vector<std::string>& own) {
+  if (peers.empty()) return;
+  std::vector<pollfd> fds;
+  for (const ShmPeer& p : peers) fds.push_back(pollfd{p.pidfd, POLLIN, 0});
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+  int ready = 0;
+  while ((ready = poll(fds.data(), fds.size(), 20)) == 0 && std::chrono::steady_clock::now() < until) {
+  }
+  if (ready <= 0) return;
+  for (size_t i = 0; i < peers.size(); ++i) {
+    const ShmPeer& p = peers[i];
+    if (!(fds[i].revents & POLLIN)) continue;  // still running
+    const std::string why = unlock_dead_shm_region(p.address, p.pid);
+    if (why.empty())
+      DCCL_INFO("net: rank %d released the shm region lock of exited process %d", rank, static_cast<int>(p.pid));
+    else
+      DCCL_INFO("net: rank %d left the shm region of exited process %d alone: %s", rank, static_cast<int>(p.pid),
+                why.c_str());
+  }
+  // A dead sender may also hold this process's own region lock.
+  for (const std::string& a : own) {
+    const std::string why = release_stuck_own_region(a, 50);
+    if (!why.empty()) DCCL_INFO("net: rank %d own shm region: %s", rank, why.c_str());
+  }
 }
 
 }  // namespace dccl::net

@@ -13,8 +13,25 @@
 #include <sys/types.h>
 
 #include <string>
+#include <vector>
 
 namespace dccl::net {
+
+// A same-host peer reached through shm: a pidfd of its process, its pid and its
+// shm endpoint's name.
+struct ShmPeer {
+  int pidfd;
+  pid_t pid;
+  std::string address;
+};
+
+// A peer failed (the failure watcher's thread, beside a thread that may be stuck in
+// the provider): waits up to 500 ms for exiting peers' pidfds to turn readable
+// (their sockets close a moment before), unlocks the regions of those that exited
+// (unlock_dead_shm_region), then releases this process's own regions (`own`: its
+// shm endpoints' names) if a dead sender left them locked (release_stuck_own_region).
+// Logs what it did for `rank`.
+void rescue_after_peer_failure(int rank, const std::vector<ShmPeer>& peers, const std::vector<std::string>& own);
 
 // `address` is the dead peer's shm endpoint name ("fi_shm://<pid>:<n>:<m>"), `pid`
 // its process, which must have exited (the caller knows it from a pidfd). Maps /dev/shm/<pid>:<n>:<m>, checks the

@@ -94,31 +94,10 @@ class FabricTransport final : public Transport {
   }
   void peers_failed() override {
     if (shm_peers_.empty()) return;
-    // A killed peer's sockets close (and its failure is reported) a moment before
-    // its pidfd turns readable: give the exit up to 500 ms to complete.
-    std::vector<pollfd> fds;
-    for (const ShmPeer& p : shm_peers_) fds.push_back(pollfd{p.pidfd, POLLIN, 0});
-    const auto until = Clock::now() + std::chrono::milliseconds(500);
-    int ready = 0;
-    while ((ready = poll(fds.data(), fds.size(), 20)) == 0 && Clock::now() < until) {
-    }
-    if (ready <= 0) return;
-    for (size_t i = 0; i < shm_peers_.size(); ++i) {
-      const ShmPeer& p = shm_peers_[i];
-      if (!(fds[i].revents & POLLIN)) continue;  // still running
-      const std::string why = unlock_dead_shm_region(p.address, p.pid);
-      if (why.empty())
-        DCCL_INFO("net: rank %d released the shm region lock of exited process %d", opts_.rank, static_cast<int>(p.pid));
-      else
-        DCCL_INFO("net: rank %d left the shm region of exited process %d alone: %s", opts_.rank,
-                  static_cast<int>(p.pid), why.c_str());
-    }
-    // A dead sender may also hold this process's own region lock.
-    for (auto& ep : eps_) {
-      if (ep->provider() != kShmProvider) continue;
-      const std::string why = release_stuck_own_region(ep->address(), 50);
-      if (!why.empty()) DCCL_INFO("net: rank %d own shm region: %s", opts_.rank, why.c_str());
-    }
+    std::vector<std::string> own;
+    for (auto& ep : eps_)
+      if (ep->provider() == kShmProvider) own.push_back(ep->address());
+    rescue_after_peer_failure(opts_.rank, shm_peers_, own);
   }
   void abandon() override {
     bool any = false;
@@ -146,7 +125,7 @@ class FabricTransport final : public Transport {
   std::string mismatch_note(const Request& r) const override {
     if (r.is_send || r.peer < 0) return "";
     const Route& rt = routes_[static_cast<size_t>(r.peer)];
-    if (rt.sock && r.len <= sock_->limit(r.peer)) return sock_->mismatch_note(r);
+    if (r.sock) return sock_->mismatch_note(r);
     std::vector<Lane> lanes = rt.lanes.empty() ? std::vector<Lane>{rt.home} : rt.lanes;
     size_t got = 0;
     for (const Lane& l : lanes)
@@ -177,11 +156,6 @@ class FabricTransport final : public Transport {
   std::vector<Blob> blobs_;  // every rank's, for topology()
   std::mutex stripe_mu_;     // posting a striped message
   std::map<fi_addr_t, int> pidfds_;  // same-host shm peers' processes
-  struct ShmPeer {
-    int pidfd;
-    pid_t pid;
-    std::string address;  // its shm endpoint's name
-  };
   std::vector<ShmPeer> shm_peers_;  // fixed after connect(): read by peers_failed()
   std::unique_ptr<SockPath> sock_;  // TCP-routed peers' small messages (DCCL_NET_SOCK_BYTES)
   bool abandoned_ = false;
@@ -487,8 +461,10 @@ void FabricTransport::post(bool send, int peer, void* buf, size_t len, uint64_t 
     core::raise(dcclInternalError, core::describe(opts_.rank, op, "tag uses the length mark's bits"));
   const Route& rt = routes_[static_cast<size_t>(peer)];
   const bool striped = !rt.lanes.empty() && len >= rt.cut.stripe_min;
-  if (rt.sock && !striped && len <= sock_->limit(peer) && !(mr && mr->device))
+  if (rt.sock && !striped && len <= sock_->limit(peer) && !(mr && mr->device)) {
+    req->sock = true;
     return sock_->post(send, peer, buf, len, tag, req);
+  }
   if (striped) return post_striped(send, peer, buf, len, tag, req, mr);
   void* desc = mr ? mr->desc_for(rt.home.ep) : nullptr;
   rt.home.ep->post(send, rt.home.addr, buf, len, tag, desc, req);
@@ -527,8 +503,10 @@ std::string FabricTransport::describe_req(const Request& r) const {
                   std::to_string(r.peer) + " (tag " + hex(r.tag);
   if (r.peer >= 0 && static_cast<size_t>(r.peer) < routes_.size() && routes_[static_cast<size_t>(r.peer)].home.ep) {
     const Route& rt = routes_[static_cast<size_t>(r.peer)];
-    s += ", " + (rt.sock && r.len <= sock_->limit(r.peer) ? std::string("DirectCCL sockets") : rt.home.ep->label());
-    if (!rt.lanes.empty()) s += ", striped over " + std::to_string(rt.lanes.size()) + " rails";
+    if (r.sock)
+      s += ", DirectCCL sockets";
+    else
+      s += ", " + rt.home.ep->label() + (rt.lanes.empty() ? "" : ", striped over " + std::to_string(rt.lanes.size()) + " rails");
   }
   return s + ")";
 }

@@ -36,6 +36,7 @@ struct Request {
   uint64_t tag = 0;
   size_t len = 0;  // as posted
   bool is_send = false;
+  bool sock = false;  // internal: posted to DirectCCL's socket path, not to libfabric
   std::atomic<int> pending_parts{0};  // internal: messages still in flight
   std::atomic<bool> fail_claimed{false};  // internal: the first failure writes `error`
   void reset() {
@@ -43,6 +44,7 @@ struct Request {
     failed = false;
     bytes.store(0, std::memory_order_relaxed);
     error.clear();
+    sock = false;
     pending_parts.store(0, std::memory_order_relaxed);
     fail_claimed.store(false, std::memory_order_relaxed);
   }
