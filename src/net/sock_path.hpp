@@ -72,8 +72,6 @@ class SockPath {
   // For a receive that is taking too long: "; count mismatch: ..." when the peer's
   // message with its tag arrived with another length, else "".
   std::string mismatch_note(const Request& r);
-  uint64_t sent_bytes() const { return sent_; }
-  uint64_t recv_bytes() const { return recvd_; }
   // "socket path on eth0: sent N bytes, received M bytes" per rail that has a name,
   // else one "socket path: ..." line.
   std::vector<std::string> counters();
