@@ -11,6 +11,9 @@
 
 namespace dccl::tune {
 
+// Pipeline chunk for device memory when every rank shares a host.
+constexpr size_t kDeviceChunkBytes = size_t{2} << 20;
+
 struct Choice {
   Algo algo;
   size_t chunk_bytes;

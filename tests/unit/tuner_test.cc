@@ -43,6 +43,19 @@ TEST(Tuner, OneHostUsesTheSegment) {
   EXPECT_EQ(pick(t, Coll::Broadcast, 64 * MiB, 4), Algo::Chain);
 }
 
+TEST(Tuner, ChunkByLinkAndMemory) {
+  // One host: 512 KiB for host memory, 2 MiB for device memory (each chunk's reduction
+  // is a hand-off to the device); across hosts 256 KiB; DCCL_CHUNK_BYTES wins.
+  Tuner one("", 0, /*same_host=*/true, 64 * KiB, true);
+  EXPECT_EQ(one.choose(Coll::AllReduce, 16 * MiB, 4, /*device=*/false).chunk_bytes, 512 * KiB);
+  EXPECT_EQ(one.choose(Coll::AllReduce, 16 * MiB, 4, /*device=*/true).chunk_bytes, 2 * MiB);
+  EXPECT_EQ(one.choose(Coll::AllReduce, 16 * MiB, 4, true).algo, Algo::Ring);
+  Tuner across("", 0, /*same_host=*/false);
+  EXPECT_EQ(across.choose(Coll::AllReduce, 16 * MiB, 4, true).chunk_bytes, 256 * KiB);
+  Tuner forced("", 1 * MiB, true, 64 * KiB, true);
+  EXPECT_EQ(forced.choose(Coll::AllReduce, 16 * MiB, 4, true).chunk_bytes, 1 * MiB);
+}
+
 TEST(Tuner, SegmentPartsSwitchedOffSeparately) {
   Tuner no_chunks("", 0, true, 64 * KiB, false);
   EXPECT_EQ(pick(no_chunks, Coll::AllReduce, 32 * KiB, 2), Algo::Smem);
