@@ -88,6 +88,19 @@ def tree(n, size, link, reduce_gbps, relay=None, flows=1, chunk=512 * KB):
 FLAT = {"ring": ring, "rhd": rhd, "rd": rd, "tree": tree}
 
 
+def rd_max_bytes(n, alpha, gbps, reduce_gbps, lo=4 * KB, hi=256 * KB):
+    """Where rd() stops beating rhd() for a power-of-two n: the tuner's recursive
+    doubling bound (src/tune/link_model.cc computes the same, bounded to lo..hi)."""
+    if n < 2:
+        return hi
+    L = math.ceil(math.log2(n))
+    f = 1 - 2.0 ** -L
+    per_byte = (L - 2 * f) / (gbps * 1e3) + (L - f) / (reduce_gbps * 1e3)
+    if per_byte <= 0:
+        return hi
+    return int(min(hi, max(lo, L * alpha / per_byte)))
+
+
 # ---- one host of this machine: the shared-memory segment ----
 
 def smem_oneshot(n, size, alpha, kappa, copy_gbps_at, reduce_gbps_at):

@@ -113,7 +113,8 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
 
   size_t smem_limit = open_shared_segment(same_host);
   const bool smem_chunks = smem_ && smem_->chunk_bytes() > 0;
-  tuner_ = std::make_unique<tune::Tuner>(cfg_.algo, cfg_.chunk_bytes, same_host, smem_limit, smem_chunks);
+  tuner_ = std::make_unique<tune::Tuner>(cfg_.algo, cfg_.chunk_bytes, same_host, smem_limit, smem_chunks,
+                                         tune::link_model_for(provider_));
   mem::PathOptions po;
   po.rank = rank;
   po.nranks = nranks;

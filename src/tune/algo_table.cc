@@ -33,9 +33,9 @@ const std::vector<AlgoEntry>& algo_table() {
        "chunked reduce-scatter + allgather through the host's shared segment"},
       {C::AllReduce, A::Hier, kLevels, 0, kAny, kAll, false, true, nullptr, coll::allreduce_hier,
        "on the host, across hosts per local rank, on the host"},
-      {C::AllReduce, A::Rd, kNothing, 0, 16 * KiB, kAll, false, true, coll::allreduce_rd, nullptr,
+      // Up to the size where the link model (tune/link_model.hpp) has halving-doubling win.
+      {C::AllReduce, A::Rd, kNothing, 0, kModelBound, kAll, false, true, coll::allreduce_rd, nullptr,
        "recursive doubling"},
-      {C::AllReduce, A::Rd, kNothing, 0, 64 * KiB, 2, false, true, coll::allreduce_rd, nullptr, "recursive doubling"},
       {C::AllReduce, A::Rhd, kNothing, 0, 256 * KiB, kAll, false, true, coll::allreduce_rhd, nullptr,
        "recursive halving-doubling"},
       {C::AllReduce, A::Ring, kNothing, 0, kAny, kAll, false, true, coll::allreduce_ring, nullptr, "pipelined ring"},

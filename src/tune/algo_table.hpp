@@ -37,6 +37,10 @@ enum Need : unsigned {
 using FlatFn = void (*)(coll::Ctx&, const coll::Args&);
 using HierFn = void (*)(coll::Levels&, const coll::SubOp&);
 
+// max_bytes that the tuner takes from its link model (tune/link_model.hpp) for the
+// call's rank count instead of from the table.
+constexpr size_t kModelBound = SIZE_MAX - 1;
+
 struct AlgoEntry {
   Coll coll;
   Algo algo;

@@ -30,8 +30,9 @@ bool parse_coll(const std::string& s, Coll* out) {
 }
 }  // namespace
 
-Tuner::Tuner(const std::string& spec, size_t chunk_override, bool same_host, size_t smem_bytes, bool smem_chunks)
-    : chunk_override_(chunk_override), same_host_(same_host) {
+Tuner::Tuner(const std::string& spec, size_t chunk_override, bool same_host, size_t smem_bytes, bool smem_chunks,
+             LinkModel link)
+    : chunk_override_(chunk_override), same_host_(same_host), link_(link) {
   offer_.oneshot_bytes = smem_bytes;
   offer_.chunks = smem_chunks;
   std::stringstream ss(spec);
@@ -73,7 +74,8 @@ Choice Tuner::choose(Coll c, size_t bytes, int n, bool device) const {
     if (pick) break;
     if (e.coll != c || !e.by_default || !usable(e, o, bytes)) continue;
     const size_t size = e.total ? total : bytes;
-    if (size >= e.min_bytes && size <= e.max_bytes && n <= e.max_ranks) pick = &e;
+    const size_t max = e.max_bytes == kModelBound ? rd_allreduce_max_bytes(n, link_) : e.max_bytes;
+    if (size >= e.min_bytes && size <= max && n <= e.max_ranks) pick = &e;
   }
   if (!pick) core::raise(dcclInternalError, std::string("tuner: no algorithm for ") + coll_name(c));
   // Larger chunks amortise per-message cost on shared memory; TCP prefers smaller ones

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "tune/algo_table.hpp"
+#include "tune/link_model.hpp"
 
 namespace dccl::tune {
 
@@ -25,8 +26,9 @@ class Tuner {
   // `override_spec` is DCCL_ALGO; throws core::Error(dcclInvalidArgument) for an unknown name.
   // smem_bytes: largest allreduce the shared-memory one-shot takes (0: not available);
   // smem_chunks: the segment has chunk slots for larger allreduces.
+  // `link`: the model the size thresholds marked kModelBound come from.
   Tuner(const std::string& override_spec, size_t chunk_bytes_override, bool same_host, size_t smem_bytes = 0,
-        bool smem_chunks = false);
+        bool smem_chunks = false, LinkModel link = link_model_for("tcp"));
   // Hierarchical algorithms have their sub-communicators; `blocked`: ranks are
   // numbered host by host (the hierarchical allgather needs it).
   void set_levels(bool available, bool blocked) {
@@ -42,6 +44,7 @@ class Tuner {
   size_t chunk_override_;
   bool same_host_;
   Offer offer_;
+  LinkModel link_;
 };
 
 }  // namespace dccl::tune

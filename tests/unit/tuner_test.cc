@@ -154,3 +154,56 @@ TEST(Tuner, SettingsHelpListsTheTable) {
   EXPECT_TRUE(found);
   EXPECT_EQ(dccl::tune::settings().size(), dccl::core::config_entries().size());
 }
+
+namespace {
+// Costs summed step by step as the two algorithms run (power-of-two n), in us.
+double rd_cost(int n, double s, const dccl::tune::LinkModel& m) {
+  double t = 0;
+  for (int d = 1; d < n; d *= 2) t += m.alpha_us + s / (m.gbps * 1e3) + s / (m.reduce_gbps * 1e3);
+  return t;
+}
+double rhd_cost(int n, double s, const dccl::tune::LinkModel& m) {
+  double t = 0, part = s;
+  for (int d = 1; d < n; d *= 2) {
+    part /= 2;  // halving: send one half, reduce the other
+    t += m.alpha_us + part / (m.gbps * 1e3) + part / (m.reduce_gbps * 1e3);
+  }
+  for (int d = 1; d < n; d *= 2) {
+    t += m.alpha_us + part / (m.gbps * 1e3);  // doubling: the parts come back
+    part *= 2;
+  }
+  return t;
+}
+}  // namespace
+
+TEST(Tuner, RecursiveDoublingBoundComesFromTheLinkModel) {
+  using dccl::tune::link_model_for;
+  using dccl::tune::rd_allreduce_max_bytes;
+  for (const char* prov : {"shm", "tcp;ofi_rxm", "efa"}) {
+    const auto m = link_model_for(prov);
+    size_t prev = SIZE_MAX;
+    for (int n : {2, 4, 8, 16, 64, 1024}) {
+      const size_t b = rd_allreduce_max_bytes(n, m);
+      SCOPED_TRACE(std::string(prov) + " n=" + std::to_string(n) + " bound=" + std::to_string(b));
+      EXPECT_LE(b, prev);  // more ranks: halving-doubling pays off sooner
+      prev = b;
+      if (b > dccl::tune::kRdMinBytes && b < dccl::tune::kRdMaxBytes) {
+        // The crossover: recursive doubling no dearer just below, dearer just above.
+        EXPECT_LE(rd_cost(n, 0.99 * b, m), rhd_cost(n, 0.99 * b, m));
+        EXPECT_GT(rd_cost(n, 1.01 * b, m), rhd_cost(n, 1.01 * b, m));
+      }
+    }
+  }
+  // The slowest class of a mixed summary; TCP's ~7 us per message puts 4 ranks'
+  // bound between 32 and 64 KiB, where dccl-perf measured the two algorithms cross.
+  EXPECT_EQ(rd_allreduce_max_bytes(4, link_model_for("shm+tcp;ofi_rxm")),
+            rd_allreduce_max_bytes(4, link_model_for("tcp;ofi_rxm")));
+  const size_t tcp4 = rd_allreduce_max_bytes(4, link_model_for("tcp;ofi_rxm"));
+  EXPECT_GT(tcp4, 32 * KiB);
+  EXPECT_LT(tcp4, 64 * KiB);
+  Tuner t("", 0, false, 0, false, link_model_for("tcp;ofi_rxm"));
+  EXPECT_EQ(pick(t, Coll::AllReduce, 32 * KiB, 4), Algo::Rd);
+  EXPECT_EQ(pick(t, Coll::AllReduce, 64 * KiB, 4), Algo::Rhd);
+  EXPECT_EQ(pick(t, Coll::AllReduce, 64 * KiB, 2), Algo::Rd);
+  EXPECT_EQ(pick(t, Coll::AllReduce, 512 * KiB, 2), Algo::Ring);
+}
