@@ -1,5 +1,6 @@
 #include "tune/tuner.hpp"
 
+#include <bit>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -32,7 +33,9 @@ bool parse_coll(const std::string& s, Coll* out) {
 
 Tuner::Tuner(const std::string& spec, size_t chunk_override, bool same_host, size_t smem_bytes, bool smem_chunks,
              LinkModel link)
-    : chunk_override_(chunk_override), same_host_(same_host), link_(link) {
+    : chunk_override_(chunk_override), same_host_(same_host) {
+  // Entry l: the smallest rank count whose ceil(log2) is l.
+  for (int l = 0; l < 32; ++l) rd_bound_[l] = rd_allreduce_max_bytes(l == 0 ? 1 : (1 << (l - 1)) + 1, link);
   offer_.oneshot_bytes = smem_bytes;
   offer_.chunks = smem_chunks;
   std::stringstream ss(spec);
@@ -74,7 +77,8 @@ Choice Tuner::choose(Coll c, size_t bytes, int n, bool device) const {
     if (pick) break;
     if (e.coll != c || !e.by_default || !usable(e, o, bytes)) continue;
     const size_t size = e.total ? total : bytes;
-    const size_t max = e.max_bytes == kModelBound ? rd_allreduce_max_bytes(n, link_) : e.max_bytes;
+    const size_t max =
+        e.max_bytes == kModelBound ? rd_bound_[n > 1 ? std::bit_width(static_cast<unsigned>(n - 1)) : 0] : e.max_bytes;
     if (size >= e.min_bytes && size <= max && n <= e.max_ranks) pick = &e;
   }
   if (!pick) core::raise(dcclInternalError, std::string("tuner: no algorithm for ") + coll_name(c));

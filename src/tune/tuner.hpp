@@ -44,7 +44,9 @@ class Tuner {
   size_t chunk_override_;
   bool same_host_;
   Offer offer_;
-  LinkModel link_;
+  // rd_allreduce_max_bytes(n, link) by ceil(log2 n) (0..31), computed once: the
+  // bound depends on n only through it, and choose() runs on every call.
+  size_t rd_bound_[32];
 };
 
 }  // namespace dccl::tune

@@ -206,4 +206,10 @@ TEST(Tuner, RecursiveDoublingBoundComesFromTheLinkModel) {
   EXPECT_EQ(pick(t, Coll::AllReduce, 64 * KiB, 4), Algo::Rhd);
   EXPECT_EQ(pick(t, Coll::AllReduce, 64 * KiB, 2), Algo::Rd);
   EXPECT_EQ(pick(t, Coll::AllReduce, 512 * KiB, 2), Algo::Ring);
+  // Every rank count uses its own bound, non-powers of two included.
+  for (int n : {3, 4, 5, 7, 8, 9, 100, 1024, 1025}) {
+    const size_t b = rd_allreduce_max_bytes(n, link_model_for("tcp;ofi_rxm"));
+    EXPECT_EQ(pick(t, Coll::AllReduce, b, n), Algo::Rd) << n;
+    EXPECT_EQ(pick(t, Coll::AllReduce, b + 4, n), Algo::Rhd) << n;
+  }
 }
