@@ -142,4 +142,15 @@ inline bool verify(const std::vector<uint8_t>& v, size_t len, int src, int salt)
   return true;
 }
 
+// Receives len bytes from `from` into `in` (posted first) while sending len bytes of
+// `out` to `to`, and waits for both; the caller's requests keep the results.
+inline void send_recv(Ctx& c, int to, const void* out, int from, void* in, size_t len, uint64_t tag,
+                      const char* what, Request& rs, Request& rr, MemRegion* mo = nullptr,
+                      MemRegion* mi = nullptr) {
+  c.t->irecv(from, in, len, tag, &rr, mi);
+  c.t->isend(to, out, len, tag, &rs, mo);
+  Request* both[] = {&rr, &rs};
+  c.t->wait(both, 2, what);
+}
+
 }  // namespace dccl::net::nettest

@@ -102,10 +102,7 @@ TEST(SockPath, SizeLimitSplitsTraffic) {
       std::vector<uint8_t> out(len), in(len);
       fill(out, c.rank, 2);
       Request rs, rr;
-      c.t->irecv(peer, in.data(), len, 6, &rr);
-      c.t->isend(peer, out.data(), len, 6, &rs);
-      Request* both[] = {&rs, &rr};
-      c.t->wait(both, 2, "exchange");
+      send_recv(c, peer, out.data(), peer, in.data(), len, 6, "exchange", rs, rr);
       CHILD_CHECK(verify(in, len, peer, 2));
     }
     // One line per rail ("socket path on eth0: ..."), or one line without rails.

@@ -36,10 +36,7 @@ void ring_step(Ctx& c, size_t len, int salt) {
   std::vector<uint8_t> out(len), in(len + 1, 0xee);
   fill(out, c.rank, salt);
   Request rs, rr;
-  c.t->irecv(left, in.data(), len, 100 + salt, &rr);
-  c.t->isend(right, out.data(), len, 100 + salt, &rs);
-  Request* both[] = {&rr, &rs};
-  c.t->wait(both, 2, "ring step");
+  send_recv(c, right, out.data(), left, in.data(), len, 100 + salt, "ring step", rs, rr);
   CHILD_CHECK(rr.bytes == len && rs.bytes == len && !rr.failed);
   CHILD_CHECK(verify(in, len, left, salt) && in[len] == 0xee);
 }
@@ -130,10 +127,7 @@ TEST_P(ByProvider, RegisteredBuffers) {
     MemRegion* mo = c.t->register_memory(out.data(), len);
     MemRegion* mi = c.t->register_memory(in.data(), len);
     Request rs, rr;
-    c.t->irecv(peer, in.data(), len, 12, &rr, mi);
-    c.t->isend(peer, out.data(), len, 12, &rs, mo);
-    Request* both[] = {&rs, &rr};
-    c.t->wait(both, 2, "registered");
+    send_recv(c, peer, out.data(), peer, in.data(), len, 12, "registered", rs, rr, mo, mi);
     CHILD_CHECK(verify(in, len, peer, 4));
     c.t->deregister_memory(mo);
     c.t->deregister_memory(mi);
@@ -341,10 +335,7 @@ TEST(Transport, ThreadsShareTransport) {
         for (int it = 0; it < 200; ++it) {
           uint64_t out = (uint64_t(k) << 32) | it, in = 0;
           Request rs, rr;
-          c.t->irecv(peer, &in, 8, 500 + k, &rr);
-          c.t->isend(peer, &out, 8, 500 + k, &rs);
-          Request* both[] = {&rs, &rr};
-          c.t->wait(both, 2, "threads");
+          send_recv(c, peer, &out, peer, &in, 8, 500 + k, "threads", rs, rr);
           if (in != out) ++bad;
         }
       });
