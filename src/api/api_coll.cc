@@ -1,5 +1,6 @@
 // C API: collectives, send/recv, barrier and groups, with argument checks.
 #include <string>
+#include <utility>
 
 #include "api/group.hpp"
 #include "api/handles.hpp"
@@ -65,7 +66,9 @@ struct Check {
   }
 };
 
-dcclResult_t submit(const char* fn, dcclComm_t comm, dcclStream_t stream, sched::Op op,
+// `op` by reference: a by-value copy of the freshly built Op reads it back in 16-byte
+// loads right after its narrow field stores, a store-forwarding stall per load.
+dcclResult_t submit(const char* fn, dcclComm_t comm, dcclStream_t stream, sched::Op&& op,
                     void (*check)(const Check&, const sched::Op&, int nranks)) {
   return api::guard(fn, [&] {
     Check ck{fn};
@@ -132,7 +135,7 @@ dcclResult_t dcclReduce(const void* sendbuff, void* recvbuff, size_t count, dccl
   if (comm) dcclCommUserRank(comm, &me);
   sched::Op o = make(Coll::Reduce, sendbuff, recvbuff, count, datatype, op, root);
   o.peer = me;  // only the root needs recvbuff
-  return submit("dcclReduce", comm, stream, o, [](const Check& ck, const sched::Op& o, int n) {
+  return submit("dcclReduce", comm, stream, std::move(o), [](const Check& ck, const sched::Op& o, int n) {
     ck.rank(o.root, n, "root");
     ck.count(o.count, o.dt, 1, "count");
     ck.buf(o.send, o.count, "sendbuff");
@@ -148,7 +151,7 @@ dcclResult_t dcclBroadcast(const void* sendbuff, void* recvbuff, size_t count, d
   if (comm) dcclCommUserRank(comm, &me);
   sched::Op o = make(Coll::Broadcast, sendbuff, recvbuff, count, datatype, dcclSum, root);
   o.peer = me;
-  return submit("dcclBroadcast", comm, stream, o, [](const Check& ck, const sched::Op& o, int n) {
+  return submit("dcclBroadcast", comm, stream, std::move(o), [](const Check& ck, const sched::Op& o, int n) {
     ck.rank(o.root, n, "root");
     ck.count(o.count, o.dt, 1, "count");
     if (o.peer == o.root) ck.buf(o.send, o.count, "sendbuff (root)");
@@ -162,7 +165,7 @@ dcclResult_t dcclBroadcast(const void* sendbuff, void* recvbuff, size_t count, d
 dcclResult_t dcclBcast(void* buff, size_t count, dcclDataType_t datatype, int root, dcclComm_t comm,
                        dcclStream_t stream) {
   sched::Op o = make(Coll::Broadcast, buff, buff, count, datatype, dcclSum, root);
-  return submit("dcclBcast", comm, stream, o, [](const Check& ck, const sched::Op& o, int n) {
+  return submit("dcclBcast", comm, stream, std::move(o), [](const Check& ck, const sched::Op& o, int n) {
     ck.rank(o.root, n, "root");
     ck.count(o.count, o.dt, 1, "count");
     ck.buf(o.recv, o.count, "buff");
@@ -212,7 +215,7 @@ dcclResult_t dcclSend(const void* sendbuff, size_t count, dcclDataType_t datatyp
   sched::Op o = make(Coll::SendRecv, sendbuff, nullptr, count, datatype, dcclSum, 0);
   o.peer = peer;
   o.is_send = true;
-  return submit("dcclSend", comm, stream, o, [](const Check& ck, const sched::Op& o, int n) {
+  return submit("dcclSend", comm, stream, std::move(o), [](const Check& ck, const sched::Op& o, int n) {
     ck.rank(o.peer, n, "peer");
     ck.count(o.count, o.dt, 1, "count");
     ck.buf(o.send, o.count, "sendbuff");
@@ -224,7 +227,7 @@ dcclResult_t dcclRecv(void* recvbuff, size_t count, dcclDataType_t datatype, int
                       dcclStream_t stream) {
   sched::Op o = make(Coll::SendRecv, nullptr, recvbuff, count, datatype, dcclSum, 0);
   o.peer = peer;
-  return submit("dcclRecv", comm, stream, o, [](const Check& ck, const sched::Op& o, int n) {
+  return submit("dcclRecv", comm, stream, std::move(o), [](const Check& ck, const sched::Op& o, int n) {
     ck.rank(o.peer, n, "peer");
     ck.count(o.count, o.dt, 1, "count");
     ck.buf(o.recv, o.count, "recvbuff");

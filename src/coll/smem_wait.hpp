@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "coll/ctx.hpp"
@@ -19,14 +20,18 @@ namespace dccl::coll {
 // once. Past core::Backoff's yield window it naps instead (a long wait leaves the
 // CPU to the ranks with work). Bounded by the operation's deadline; stops when the
 // communicator failed.
+// The backoff starts at the first idle step, not on entry: a wait that the first
+// polls end (most small operations) reads no clock.
 template <class Pred>
 void smem_await(Ctx& c, const char* what, int peer, Pred pred) {
   const unsigned every = c.spin_us() > 0 ? 32 : 1;
-  core::Backoff backoff(0);
+  std::optional<core::Backoff> backoff;
   for (unsigned i = 1; !pred(); ++i) {
     core::cpu_relax();
     if (i % every == 0) {
-      backoff.idle(core::Backoff::Clock::now());
+      const auto now = core::Backoff::Clock::now();
+      if (!backoff) backoff.emplace(0, now);
+      backoff->idle(now);
       if ((i & 255) == 0) c.check_deadline(what, peer);
     }
   }

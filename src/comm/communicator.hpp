@@ -102,7 +102,9 @@ class Communicator {
 
  private:
   // The submission's place in this communicator's order; refused after finalize().
-  uint64_t take_ticket(std::span<const sched::Op> ops);
+  // Runs `ops` in the turn of `ticket`; kTakeTicket takes the next one under the
+  // same lock (a blocking call: one lock round instead of two).
+  static constexpr uint64_t kTakeTicket = ~uint64_t{0};
   void run_ticket(uint64_t ticket, std::span<const sched::Op> ops);
   void leave(uint64_t ticket);  // the submission is out of this communicator
   // Fails in-flight and later work with `text`, and tells the other ranks.

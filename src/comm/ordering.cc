@@ -58,10 +58,19 @@ void Communicator::run_ticket(uint64_t ticket, std::span<const sched::Op> ops) {
   struct Leave {
     Communicator* c;
     uint64_t ticket;
-    ~Leave() { c->leave(ticket); }
-  } leave{this, ticket};
+    bool armed;
+    ~Leave() {
+      if (armed) c->leave(ticket);
+    }
+  } leave{this, ticket, ticket != kTakeTicket};
   {
     std::unique_lock<std::mutex> lk(order_mu_);
+    if (ticket == kTakeTicket) {  // a blocking call takes its ticket here
+      if (finalizing_) raise(dcclInvalidUsage, describe(rank_, what_of(ops), finalized_note));
+      ++inside_;
+      ticket = leave.ticket = next_ticket_++;
+      leave.armed = true;
+    }
     auto ready = [&] { return turn_ == ticket || aborted_.load() || closing_; };
     bool ok = ready() || order_cv_.wait_for(lk, std::chrono::milliseconds(cfg_.timeout_ms), ready);
     if (closing_) {
@@ -127,16 +136,9 @@ void Communicator::leave(uint64_t ticket) {
   order_cv_.notify_all();
 }
 
-uint64_t Communicator::take_ticket(std::span<const sched::Op> ops) {
-  std::lock_guard<std::mutex> lk(order_mu_);
-  if (finalizing_) raise(dcclInvalidUsage, describe(rank_, what_of(ops), finalized_note));
-  ++inside_;
-  return next_ticket_++;
-}
-
 void Communicator::submit(std::vector<sched::Op> ops, sched::Stream* stream) {
   if (!stream) {
-    run_ticket(take_ticket(ops), ops);
+    run_ticket(kTakeTicket, ops);
     return;
   }
   std::shared_ptr<Gate> gate;
@@ -237,7 +239,7 @@ void Communicator::finalize() {
 
 void Communicator::submit_one(const sched::Op& op, sched::Stream* stream) {
   if (stream) return submit(std::vector<sched::Op>{op}, stream);
-  run_ticket(take_ticket(std::span<const sched::Op>(&op, 1)), std::span<const sched::Op>(&op, 1));
+  run_ticket(kTakeTicket, std::span<const sched::Op>(&op, 1));
 }
 
 }  // namespace dccl::comm

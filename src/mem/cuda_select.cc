@@ -17,6 +17,12 @@ std::atomic<Backend*> g_override{nullptr};
 std::once_flag g_once;
 Backend* g_backend = nullptr;  // immortal: destroying streams at exit races the driver
 std::string g_reason;
+// Set once init() ran: every call after the first is one load. std::call_once
+// alone writes two thread-locals per call (libstdc++), and backend_of() asks for
+// the backend several times per collective.
+std::atomic<bool> g_ready{false};
+
+void ensure_init();
 
 void init() {
   Api* api = runtime_api(&g_reason);
@@ -52,17 +58,25 @@ int choose_device(int count, int current, std::string* how) {
 
 Backend* override_backend(Backend* be) { return g_override.exchange(be); }
 
+namespace {
+void ensure_init() {
+  if (g_ready.load(std::memory_order_acquire)) return;
+  std::call_once(g_once, init);
+  g_ready.store(true, std::memory_order_release);
+}
+}  // namespace
+
 }  // namespace cuda
 
 Backend* cuda_backend() {
   if (Backend* o = cuda::g_override.load(std::memory_order_acquire)) return o;
-  std::call_once(cuda::g_once, cuda::init);
+  cuda::ensure_init();
   return cuda::g_backend;
 }
 
 std::string cuda_unavailable_reason() {
   if (cuda::g_override.load(std::memory_order_acquire)) return {};
-  std::call_once(cuda::g_once, cuda::init);
+  cuda::ensure_init();
   return cuda::g_backend ? std::string() : cuda::g_reason;
 }
 
