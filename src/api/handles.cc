@@ -1,5 +1,6 @@
 #include "api/handles.hpp"
 
+#include <atomic>
 #include <mutex>
 #include <unordered_set>
 
@@ -8,6 +9,19 @@ namespace dccl::api {
 namespace {
 thread_local std::string t_last_error;
 std::mutex g_mu;
+// Bumped (under g_mu) whenever a handle is unregistered. A thread remembers the
+// last handle it found live, with the generation it saw then: while nothing was
+// unregistered since, the same handle is still live and needs neither the lock
+// nor the lookup (the blocking small-call path pays for each).
+std::atomic<uint64_t> g_gen{0};
+struct Seen {
+  const void* handle = nullptr;
+  uint64_t gen = 0;
+};
+thread_local Seen t_comm_seen, t_stream_seen;
+bool seen(const Seen& s, const void* h) {
+  return s.handle == h && s.gen == g_gen.load(std::memory_order_acquire);
+}
 std::unordered_set<dcclComm*>& comms() {
   static auto* s = new std::unordered_set<dcclComm*>();
   return *s;
@@ -30,6 +44,7 @@ void register_comm(dcclComm* c) {
 }
 bool unregister_comm(dcclComm* c) {
   std::lock_guard<std::mutex> lk(g_mu);
+  g_gen.fetch_add(1, std::memory_order_release);
   return comms().erase(c) == 1;
 }
 namespace {
@@ -56,6 +71,7 @@ void check_live(dcclComm* c, const char* fn) {
 
 comm::Communicator& comm_of(dcclComm* c, const char* fn) {
   if (c == nullptr) core::raise(dcclInvalidArgument, std::string(fn) + ": comm is NULL");
+  if (seen(t_comm_seen, c)) return *c->impl;
   std::lock_guard<std::mutex> lk(g_mu);
   check_live(c, fn);
   std::string text;
@@ -64,6 +80,7 @@ comm::Communicator& comm_of(dcclComm* c, const char* fn) {
     core::raise(dcclInProgress, say(c->pending->rank, fn, "the communicator's non-blocking init is still in "
                                                           "progress: poll dcclCommGetAsyncError until dcclSuccess"));
   if (rc != dcclSuccess) core::raise(dcclInvalidUsage, say(-1, fn, "the communicator's init failed: " + text));
+  t_comm_seen = {c, g_gen.load(std::memory_order_relaxed)};  // g_mu held: no unregister in between
   return *c->impl;
 }
 
@@ -92,14 +109,17 @@ void register_stream(dcclStream* s) {
 }
 bool unregister_stream(dcclStream* s) {
   std::lock_guard<std::mutex> lk(g_mu);
+  g_gen.fetch_add(1, std::memory_order_release);
   return streams().erase(s) == 1;
 }
 sched::Stream* stream_of(dcclStream* s, const char* fn, int rank) {
   if (s == nullptr) return nullptr;
+  if (seen(t_stream_seen, s)) return &s->impl;
   std::lock_guard<std::mutex> lk(g_mu);
   if (!streams().count(s)) {
     core::raise(dcclInvalidUsage, say(rank, fn, "stream is not a live stream (destroyed or never created)"));
   }
+  t_stream_seen = {s, g_gen.load(std::memory_order_relaxed)};
   return &s->impl;
 }
 

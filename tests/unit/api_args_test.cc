@@ -440,6 +440,32 @@ TEST(ApiArgsInit, DestroyedOrAbortedCommunicatorIsCaught) {
   expect_allreduce_works(comms(1));
 }
 
+// A thread that used a handle skips the registry lookup while no handle was
+// unregistered since: destroying it must still be seen by that same thread, and a
+// new handle at the same address must work.
+TEST(ApiArgsInit, HandleUsedThenDestroyedOnTheSameThreadIsCaught) {
+  float x = 2, y = 0;
+  for (int round = 0; round < 3; ++round) {
+    dcclUniqueId id;
+    dcclComm_t c = nullptr;
+    dcclStream_t s = nullptr;
+    ASSERT_EQ(dcclGetUniqueId(&id), dcclSuccess) << last_error();
+    ASSERT_EQ(dcclCommInitRank(&c, 1, id, 0), dcclSuccess) << last_error();
+    ASSERT_EQ(dcclStreamCreate(&s), dcclSuccess) << last_error();
+    ASSERT_EQ(dcclAllReduce(&x, &y, 1, dcclFloat32, dcclSum, c, s), dcclSuccess) << last_error(c);
+    ASSERT_EQ(dcclStreamSynchronize(s), dcclSuccess) << last_error(c);
+    EXPECT_EQ(y, 2.0f);
+    ASSERT_EQ(dcclStreamDestroy(s), dcclSuccess) << last_error();
+    expect_code(dcclAllReduce(&x, &y, 1, dcclFloat32, dcclSum, c, s), dcclInvalidUsage, "stream", "stream used, destroyed");
+    y = 0;
+    ASSERT_EQ(dcclAllReduce(&x, &y, 1, dcclFloat32, dcclSum, c, nullptr), dcclSuccess) << last_error(c);
+    EXPECT_EQ(y, 2.0f);
+    ASSERT_EQ(dcclCommDestroy(c), dcclSuccess) << last_error();
+    expect_code(dcclAllReduce(&x, &y, 1, dcclFloat32, dcclSum, c, nullptr), dcclInvalidUsage, "comm", "comm used, destroyed");
+    expect_code(dcclBarrier(c, nullptr), dcclInvalidUsage, "comm", "barrier after destroy");
+  }
+}
+
 TEST(ApiArgsStream, DestroyedStreamIsCaught) {
   dcclComm_t c = comms(1)[0];
   dcclStream_t s = nullptr;
