@@ -2,6 +2,8 @@
 // (net/sock_path.hpp).
 #include "net/sock_path.hpp"
 
+#include <algorithm>
+
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -66,14 +68,20 @@ void SockPath::post(bool send, int peer, void* buf, size_t len, uint64_t tag, Re
   char* dst = static_cast<char*>(buf);
   // An unexpected message with this tag and length, complete or still arriving?
   for (auto it = c->unexpected.begin(); it != c->unexpected.end(); ++it) {
-    if (it->tag != tag || it->data.size() != len || it->req) continue;
+    if (it->tag != tag || it->len != len) continue;
     if (!it->complete) {
-      it->req = req;
-      it->buf = dst;
+      if (c->ux != &*it) continue;  // (never: only the message being read is incomplete)
+      // Still arriving (only the message being read can be): what came so far moves
+      // to the receive's buffer and the rest is read straight into it.
+      if (c->got) memcpy(dst, it->data.p.get(), c->got);
+      c->ux = nullptr;
+      c->req = req;
+      c->dst = dst;
+      drop_unexpected_locked(*c, it);
       return;
     }
-    if (len) memcpy(dst, it->data.data(), len);
-    c->unexpected.erase(it);
+    if (len) memcpy(dst, it->data.p.get(), len);
+    drop_unexpected_locked(*c, it);
     return complete(req, len);
   }
   c->posted.push_back(Posted{req, dst, len, tag});
@@ -229,8 +237,36 @@ void SockPath::begin_message_locked(Conn& c) {
   c.unexpected.emplace_back();
   c.ux = &c.unexpected.back();
   c.ux->tag = tag;
-  c.ux->data.resize(c.len);
-  c.dst = c.ux->data.data();
+  c.ux->len = c.len;
+  c.ux->data = take_buf_locked(c.len);
+  c.dst = c.ux->data.p.get();
+}
+
+SockPath::Buf SockPath::take_buf_locked(size_t len) {
+  for (auto it = spare_.begin(); it != spare_.end(); ++it)
+    if (it->cap >= len) {
+      Buf b = std::move(*it);
+      spare_.erase(it);
+      return b;
+    }
+  Buf b;
+  b.cap = std::max<size_t>(len, 1);
+  b.p.reset(new char[b.cap]);  // no zero fill: the payload overwrites it
+  return b;
+}
+
+void SockPath::drop_unexpected_locked(Conn& c, std::list<Unexpected>::iterator it) {
+  constexpr size_t kSpares = 8;
+  if (it->data.p) {
+    if (spare_.size() >= kSpares) {  // keep the largest ones
+      auto small = std::min_element(spare_.begin(), spare_.end(),
+                                    [](const Buf& a, const Buf& b) { return a.cap < b.cap; });
+      if (small->cap < it->data.cap) *small = std::move(it->data);
+    } else {
+      spare_.push_back(std::move(it->data));
+    }
+  }
+  c.unexpected.erase(it);
 }
 
 void SockPath::finish_message_locked(Conn& c, int* done) {
@@ -241,20 +277,8 @@ void SockPath::finish_message_locked(Conn& c, int* done) {
     ++*done;
     return complete(req, c.len);
   }
-  Unexpected* ux = c.ux;
+  c.ux->complete = true;
   c.ux = nullptr;
-  ux->complete = true;
-  if (!ux->req) return;
-  // A receive matched it while it arrived: hand it over.
-  if (c.len) memcpy(ux->buf, ux->data.data(), c.len);
-  Request* req = ux->req;
-  for (auto it = c.unexpected.begin(); it != c.unexpected.end(); ++it)
-    if (&*it == ux) {
-      c.unexpected.erase(it);
-      break;
-    }
-  ++*done;
-  complete(req, c.len);
 }
 
 void SockPath::fail_conn_locked(Conn& c, const std::string& why) {
@@ -266,8 +290,6 @@ void SockPath::fail_conn_locked(Conn& c, const std::string& why) {
   c.posted.clear();
   if (c.req) fail(c.req, why);
   c.req = nullptr;
-  for (Unexpected& u : c.unexpected)
-    if (u.req && !u.complete) fail(u.req, why);
   c.unexpected.clear();
   c.ux = nullptr;
   c.in_payload = false;
@@ -301,8 +323,8 @@ std::string SockPath::mismatch_note(const Request& r) {
     read_locked(*c, &done);
   }
   for (const Unexpected& u : c->unexpected)
-    if (u.tag == r.tag && u.data.size() != r.len && !u.req)
-      return "; count mismatch: rank " + std::to_string(r.peer) + " sent " + std::to_string(u.data.size()) +
+    if (u.tag == r.tag && u.len != r.len)
+      return "; count mismatch: rank " + std::to_string(r.peer) + " sent " + std::to_string(u.len) +
              " bytes for it (this rank expects " + std::to_string(r.len) + " bytes)";
   return "";
 }

@@ -90,12 +90,16 @@ class SockPath {
     size_t len;
     uint64_t tag;
   };
+  // Payload storage of unexpected messages, uninitialised, reused through spare_.
+  struct Buf {
+    std::unique_ptr<char[]> p;
+    size_t cap = 0;
+  };
   struct Unexpected {
     uint64_t tag;
-    std::vector<char> data;
-    bool complete = false;
-    Request* req = nullptr;  // a receive that matched it while it was still arriving
-    char* buf = nullptr;
+    size_t len = 0;
+    Buf data;
+    bool complete = false;  // a receive matching it while it arrives takes over its payload
   };
   struct Conn {
     int fd = -1;
@@ -125,6 +129,8 @@ class SockPath {
   void begin_message_locked(Conn& c);
   void finish_message_locked(Conn& c, int* done);
   void fail_conn_locked(Conn& c, const std::string& why);
+  Buf take_buf_locked(size_t len);
+  void drop_unexpected_locked(Conn& c, std::list<Unexpected>::iterator it);  // its buffer to spare_
 
   int rank_;
   uint64_t max_bytes_;
@@ -138,6 +144,7 @@ class SockPath {
   uint64_t sent_ = 0, recvd_ = 0;
   std::vector<std::string> rails_;
   std::vector<uint64_t> rail_sent_, rail_recvd_;  // per rail, under mu_
+  std::vector<Buf> spare_;  // freed unexpected-message buffers (a few, their pages already touched)
 };
 
 // "ip" of a tcp;ofi_rxm endpoint's name (fi_getname bytes: a sockaddr), or "".
