@@ -101,9 +101,9 @@ class Communicator {
   dcclStats_t stats() const;
 
  private:
-  // The submission's place in this communicator's order; refused after finalize().
-  // Runs `ops` in the turn of `ticket`; kTakeTicket takes the next one under the
-  // same lock (a blocking call: one lock round instead of two).
+  // Runs `ops` in the turn of `ticket` (the submission's place in this communicator's
+  // order); kTakeTicket takes the next one under the same lock, refused after
+  // finalize() (a blocking call: one lock round instead of two).
   static constexpr uint64_t kTakeTicket = ~uint64_t{0};
   void run_ticket(uint64_t ticket, std::span<const sched::Op> ops);
   void leave(uint64_t ticket);  // the submission is out of this communicator

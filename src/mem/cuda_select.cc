@@ -22,8 +22,6 @@ std::string g_reason;
 // the backend several times per collective.
 std::atomic<bool> g_ready{false};
 
-void ensure_init();
-
 void init() {
   Api* api = runtime_api(&g_reason);
   if (!api) return;
@@ -42,6 +40,12 @@ void init() {
   if (!g_backend) DCCL_INFO("cuda backend unavailable: %s", g_reason.c_str());
 }
 
+void ensure_init() {
+  if (g_ready.load(std::memory_order_acquire)) return;
+  std::call_once(g_once, init);
+  g_ready.store(true, std::memory_order_release);
+}
+
 }  // namespace
 
 int choose_device(int count, int current, std::string* how) {
@@ -57,14 +61,6 @@ int choose_device(int count, int current, std::string* how) {
 }
 
 Backend* override_backend(Backend* be) { return g_override.exchange(be); }
-
-namespace {
-void ensure_init() {
-  if (g_ready.load(std::memory_order_acquire)) return;
-  std::call_once(g_once, init);
-  g_ready.store(true, std::memory_order_release);
-}
-}  // namespace
 
 }  // namespace cuda
 

@@ -70,9 +70,9 @@ void SockPath::post(bool send, int peer, void* buf, size_t len, uint64_t tag, Re
   for (auto it = c->unexpected.begin(); it != c->unexpected.end(); ++it) {
     if (it->tag != tag || it->len != len) continue;
     if (!it->complete) {
-      if (c->ux != &*it) continue;  // (never: only the message being read is incomplete)
       // Still arriving (only the message being read can be): what came so far moves
       // to the receive's buffer and the rest is read straight into it.
+      if (c->ux != &*it) continue;
       if (c->got) memcpy(dst, it->data.p.get(), c->got);
       c->ux = nullptr;
       c->req = req;
@@ -256,16 +256,10 @@ SockPath::Buf SockPath::take_buf_locked(size_t len) {
 }
 
 void SockPath::drop_unexpected_locked(Conn& c, std::list<Unexpected>::iterator it) {
-  constexpr size_t kSpares = 8;
-  if (it->data.p) {
-    if (spare_.size() >= kSpares) {  // keep the largest ones
-      auto small = std::min_element(spare_.begin(), spare_.end(),
-                                    [](const Buf& a, const Buf& b) { return a.cap < b.cap; });
-      if (small->cap < it->data.cap) *small = std::move(it->data);
-    } else {
-      spare_.push_back(std::move(it->data));
-    }
-  }
+  // At most 8 kept, of at most 4 MiB each (pipeline chunks are smaller): a 64 MiB
+  // message's buffer is not held for the life of the connection.
+  constexpr size_t kSpares = 8, kSpareMaxBytes = size_t{4} << 20;
+  if (it->data.p && it->data.cap <= kSpareMaxBytes && spare_.size() < kSpares) spare_.push_back(std::move(it->data));
   c.unexpected.erase(it);
 }
 

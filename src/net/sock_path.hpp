@@ -130,7 +130,7 @@ class SockPath {
   void finish_message_locked(Conn& c, int* done);
   void fail_conn_locked(Conn& c, const std::string& why);
   Buf take_buf_locked(size_t len);
-  void drop_unexpected_locked(Conn& c, std::list<Unexpected>::iterator it);  // its buffer to spare_
+  void drop_unexpected_locked(Conn& c, std::list<Unexpected>::iterator it);  // its buffer may go to spare_
 
   int rank_;
   uint64_t max_bytes_;
@@ -144,7 +144,7 @@ class SockPath {
   uint64_t sent_ = 0, recvd_ = 0;
   std::vector<std::string> rails_;
   std::vector<uint64_t> rail_sent_, rail_recvd_;  // per rail, under mu_
-  std::vector<Buf> spare_;  // freed unexpected-message buffers (a few, their pages already touched)
+  std::vector<Buf> spare_;  // freed unexpected-message buffers (at most 8 of <= 4 MiB, pages already touched)
 };
 
 // "ip" of a tcp;ofi_rxm endpoint's name (fi_getname bytes: a sockaddr), or "".
