@@ -8,6 +8,8 @@ of one side-by-side run (summary: (config, nranks, size, variant) -> {"time_us":
   sim  4 ranks, sim device memory: peer-direct >= 1.5x the staged path from 1 MiB.
 
 A ratio is the other side's time over DirectCCL's (>1: DirectCCL faster), in place.
+With floors (dccl-tcp-floor's times, {nranks: {size: us}}) a TCP line also gives the
+bare-socket floor, and says so when the target's time lies below it.
 """
 
 KIB, MIB = 1 << 10, 1 << 20
@@ -34,31 +36,38 @@ def _best(summary, keys, n, size):
     return best
 
 
-def _check(rows, what, mine, other, need):
-    """One line: pass/fail with the ratio other/mine against `need`."""
+def _check(rows, what, mine, other, need, floor=None):
+    """One line: pass/fail with the ratio other/mine against `need`; with the bare floor (us)
+    where one was measured."""
     if not mine or not other:
         rows.append(("n/a", what, "not measured"))
         return
     r = other[1] / mine
+    note = ""
+    if floor:
+        goal = other[1] / need
+        note = f"; floor {floor:.1f} us" + (f", target {goal:.1f} us is below it" if goal < floor else "")
     rows.append(("PASS" if r >= need else "FAIL", what, f"{r:.2f}x (need >= {need:g}x; DirectCCL {mine:.1f} us, "
-                                                        f"{other[0]} {other[1]:.1f} us)"))
+                                                        f"{other[0]} {other[1]:.1f} us{note})"))
 
 
-def evaluate(summary, peer_keys, sizes):
+def evaluate(summary, peer_keys, sizes, floors=None):
     """[(verdict, target, detail)] for every target whose sizes were measured."""
     rows = []
+    floors = floors or {}
     tcp_peers = peer_keys.get("tcp", [])
     for n in (2, 4):
         for s in sizes:
             mine = _time(summary, "dccl-tcp", n, s)
             best = _best(summary, tcp_peers, n, s)
+            fl = floors.get(n, {}).get(s)
             if n == 2 and s in (8, KIB):
-                _check(rows, f"tcp 2 ranks {_label(s)}: at or below the best peer", mine, best, 1.0)
+                _check(rows, f"tcp 2 ranks {_label(s)}: at or below the best peer", mine, best, 1.0, fl)
             elif n == 2 and 64 * KIB <= s <= 64 * MIB:
-                _check(rows, f"tcp 2 ranks {_label(s)}: >= 1.2x the best peer", mine, best, 1.2)
+                _check(rows, f"tcp 2 ranks {_label(s)}: >= 1.2x the best peer", mine, best, 1.2, fl)
             elif n == 4:
                 need = 1.3 if s >= 64 * KIB else 1.0
-                _check(rows, f"tcp 4 ranks {_label(s)}: >= {need:g}x the best peer", mine, best, need)
+                _check(rows, f"tcp 4 ranks {_label(s)}: >= {need:g}x the best peer", mine, best, need, fl)
     for n in (2, 4):
         for s in sizes:
             mine = _time(summary, "dccl-shm", n, s)
