@@ -75,6 +75,17 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   }
   if (place_.local_size < 0) place_.local_size = topo_.local_size;
 
+  // More ranks than cores here: busy-polling only steals the core a peer needs.
+  // The cores are the union of the host's ranks' affinities, not this rank's
+  // binding (under mpirun each rank may be bound to a core of its own). Decided
+  // before the transport is made, whose own waits take the same budget.
+  const int local = topo_.local_size;
+  if (!cfg_.set_in_env("DCCL_SPIN_US") && host_cores > 0 && local > host_cores) {
+    cfg_.spin_us = 0;
+    DCCL_INFO("%d ranks on %d cores (the union of this host's ranks' CPU affinities): yielding instead of "
+              "spinning while waiting", local, host_cores);
+  }
+
   net::TransportOptions to;
   to.host = host_id;
   to.rank = rank;
@@ -96,15 +107,6 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
     DCCL_INFO("signals: default action restored for %s, a provider library DirectCCL does not use", s.c_str());
   net_ = net::Transport::create(to);
   const bool same_host = topo_.nhosts() == 1;
-  const int local = topo_.local_size;
-  // More ranks than cores here: busy-polling only steals the core a peer needs.
-  // The cores are the union of the host's ranks' affinities, not this rank's
-  // binding (under mpirun each rank may be bound to a core of its own).
-  if (!cfg_.set_in_env("DCCL_SPIN_US") && host_cores > 0 && local > host_cores) {
-    cfg_.spin_us = 0;
-    DCCL_INFO("%d ranks on %d cores (the union of this host's ranks' CPU affinities): yielding instead of "
-              "spinning while waiting", local, host_cores);
-  }
   net_->connect(boot_->allgather(net_->local_blob()));
   provider_ = net_->provider_summary();
   if (rank == 0)
