@@ -38,6 +38,8 @@
 #include <string>
 #include <vector>
 
+#include "dccl-perf/args.hpp"
+
 namespace {
 
 [[noreturn]] void die(int rank, const char* what) {
@@ -45,13 +47,14 @@ namespace {
   std::exit(1);
 }
 
-size_t parse_size(const char* s) {
-  char* end = nullptr;
-  unsigned long long v = std::strtoull(s, &end, 10);
-  if (*end == 'K' || *end == 'k') v <<= 10;
-  if (*end == 'M' || *end == 'm') v <<= 20;
-  if (*end == 'G' || *end == 'g') v <<= 30;
-  return static_cast<size_t>(v);
+// dccl-perf's size syntax (8, 64K, 1M ...); a malformed size is an error.
+size_t size_arg(const std::string& s) {
+  size_t v = 0;
+  if (!dcclperf::parse_size(s, &v) || v == 0) {
+    std::fprintf(stderr, "dccl-tcp-floor: '%s' is not a size > 0 (8, 64K, 1M ...)\n", s.c_str());
+    std::exit(2);
+  }
+  return v;
 }
 
 __attribute__((noinline)) void add(float* __restrict d, const float* __restrict a, size_t n) {
@@ -198,7 +201,7 @@ struct Opts {
 // One size, one algorithm: the median over reps of the mean time per call (rank 0).
 double time_algo(Rank& k, bool ring, size_t bytes, int reps) {
   const size_t count = bytes / 4;
-  std::vector<float> buf(count, 1.0f), tmp(count + 1, 0.0f);
+  std::vector<float> buf(count, 1.0f), tmp(count, 0.0f);
   auto call = [&] { ring ? k.ring(buf.data(), tmp.data(), count) : k.rd(buf.data(), tmp.data(), count); };
   call();  // warm-up, checked; then the iteration count from one timed call (rank 0's, sent round)
   if (k.reduce && std::any_of(buf.begin(), buf.end(), [&](float x) { return x != static_cast<float>(k.n); })) {
@@ -276,9 +279,9 @@ int main(int argc, char** argv) {
       return v;
     };
     if (f == "-n") o.n = std::atoi(need());
-    else if (f == "-b") o.lo = parse_size(need());
-    else if (f == "-e") o.hi = parse_size(need());
-    else if (f == "-f") o.factor = parse_size(need());
+    else if (f == "-b") o.lo = size_arg(need());
+    else if (f == "-e") o.hi = size_arg(need());
+    else if (f == "-f") o.factor = size_arg(need());
     else if (f == "--algo") o.algo = need();
     else if (f == "--reps") o.reps = std::atoi(need());
     else if (f == "--no-reduce") o.reduce = false;
@@ -288,7 +291,7 @@ int main(int argc, char** argv) {
       for (size_t at = 0; at <= list.size();) {
         size_t comma = list.find(',', at);
         if (comma == std::string::npos) comma = list.size();
-        if (comma > at) o.sizes.push_back(parse_size(list.substr(at, comma - at).c_str()));
+        if (comma > at) o.sizes.push_back(size_arg(list.substr(at, comma - at)));
         at = comma + 1;
       }
     }
@@ -298,11 +301,11 @@ int main(int argc, char** argv) {
       return f == "-h" || f == "--help" ? 0 : 2;
     }
   }
-  if (o.sizes.empty() && o.lo > 0 && o.factor >= 2)
+  if (o.sizes.empty() && o.factor >= 2)
     for (size_t s = o.lo; s <= o.hi; s *= o.factor) o.sizes.push_back(s);
-  if (o.n < 2 || o.n > 64 || o.sizes.empty() || std::count(o.sizes.begin(), o.sizes.end(), size_t{0}) || o.reps < 1 ||
+  if (o.n < 2 || o.n > 64 || o.sizes.empty() || o.reps < 1 ||
       (o.algo != "rd" && o.algo != "ring" && o.algo != "both")) {
-    std::fprintf(stderr, "dccl-tcp-floor: bad arguments (2 <= n <= 64, sizes > 0 (-b <= -e, -f >= 2), "
+    std::fprintf(stderr, "dccl-tcp-floor: bad arguments (2 <= n <= 64, -b <= -e, -f >= 2, "
                          "--reps >= 1, --algo rd|ring|both)\n");
     return 2;
   }
