@@ -61,8 +61,15 @@ struct Placement {
   int cpu = -1;          // --bind-to core: the CPU it runs on; -1: not bound
 };
 
-// --bind-to: every emulated host shares this machine's CPUs, so the ranks of the
-// whole job are counted against the CPUs dccl-run may use.
+// --bind-to core (the default): rank r on the r-th CPU dccl-run may use while the
+// ranks fit them; with more ranks than CPUs, consecutive ranks share one (rank r on
+// CPU r * cpus / n, every CPU used). Neighbours in rank order are the ring's
+// neighbours, recursive doubling's first partners and an emulated host's ranks: on a
+// shared core they hand it to each other when they wait, and the placement is the
+// same in every launch. Measured with 4 ranks on 2 cores over TCP (docs/performance.md):
+// 8 B to 4 MiB level with or faster than leaving the ranks unbound, and the spread
+// between launches a third of it. Every emulated host shares this machine's CPUs, so
+// the ranks of the whole job are counted against them.
 void bind_ranks(const dcclrun::RunOptions& o, std::vector<Placement>* place) {
   if (o.bind_to == "none") return;
   cpu_set_t set;
@@ -70,8 +77,9 @@ void bind_ranks(const dcclrun::RunOptions& o, std::vector<Placement>* place) {
   std::vector<int> cpus;
   for (int c = 0; c < CPU_SETSIZE; ++c)
     if (CPU_ISSET(c, &set)) cpus.push_back(c);
-  if (cpus.empty() || (o.bind_to.empty() && place->size() > cpus.size())) return;
-  for (size_t r = 0; r < place->size(); ++r) (*place)[r].cpu = cpus[r % cpus.size()];
+  if (cpus.empty()) return;
+  const size_t n = place->size(), k = cpus.size();
+  for (size_t r = 0; r < n; ++r) (*place)[r].cpu = cpus[n <= k ? r : r * k / n];
 }
 
 std::vector<Placement> place_ranks(const dcclrun::RunOptions& o, const dcclrun::EmuNet* net) {

@@ -22,6 +22,8 @@ class Link:
     alpha: float  # us per message
     gbps: float   # bandwidth per direction
     eager: int = 1 << 62  # larger messages take a rendezvous: one more alpha
+    seg: int = 0          # messages up to this size move at seg_gbps instead (one
+    seg_gbps: float = 0.0  # loopback TCP segment: 64 KiB here; 0 in the clusters)
 
 
 @dataclass(frozen=True)
@@ -35,7 +37,7 @@ class Relay:
 
 def net_msg(link, m, relay=None, flows=1):
     """One message of m bytes on a network link shared by `flows` concurrent flows."""
-    bw = link.gbps / flows
+    bw = (link.seg_gbps if m <= link.seg else link.gbps) / flows
     alpha = link.alpha * (2 if m > link.eager else 1)
     if relay is None:
         return alpha + us(m, bw)

@@ -21,8 +21,9 @@ struct RunOptions {
   bool keep_net = false;   // --keep-net: leave the namespaces for inspection
   bool keep_going = false; // --keep-going: a failed rank does not end the others
   bool no_prefix = false;  // --no-prefix: ranks' lines as they wrote them (still whole lines)
-  // --bind-to: "core" binds rank r to the r-th CPU dccl-run may use, "none" leaves
-  // placement to the scheduler; "" (auto): core when the ranks fit the CPUs, else none.
+  // --bind-to: "core" (or "", the default) binds rank r to the r-th CPU dccl-run may
+  // use, consecutive ranks sharing one when they outnumber the CPUs; "none" leaves
+  // placement to the scheduler.
   std::string bind_to;
 };
 
