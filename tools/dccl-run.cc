@@ -67,8 +67,10 @@ struct Placement {
 // neighbours, recursive doubling's first partners and an emulated host's ranks: on a
 // shared core they hand it to each other when they wait, and the placement is the
 // same in every launch. Measured with 4 ranks on 2 cores over TCP (docs/performance.md):
-// 8 B to 4 MiB level with or faster than leaving the ranks unbound, and the spread
-// between launches a third of it. Every emulated host shares this machine's CPUs, so
+// medians at 8 B to 4 MiB level with leaving the ranks unbound, within the noise,
+// with fewer and shorter slow launches; emulated hosts 3-4x faster at 8 B (unbound,
+// each host's ranks busy-polled on CPUs shared with the other's). Every emulated
+// host shares this machine's CPUs, so
 // the ranks of the whole job are counted against them.
 void bind_ranks(const dcclrun::RunOptions& o, std::vector<Placement>* place) {
   if (o.bind_to == "none") return;

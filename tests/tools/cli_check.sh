@@ -94,14 +94,14 @@ if [ "$ncpu" -ge 2 ]; then
   check "dccl-run: the two ranks' CPUs differ" \
     test "$(awk '{print $NF}' "$T/bind" | sort -u | wc -l)" -eq 2
 fi
+mine=$(grep Cpus_allowed_list /proc/self/status | awk '{print $NF}')
 "$RUN" -n 2 --bind-to none --timeout 30 sh -c 'grep Cpus_allowed_list /proc/self/status' > "$T/nobind" 2>&1
 check "dccl-run --bind-to none keeps dccl-run's CPUs" \
-  test "$(awk '{print $NF}' "$T/nobind" | sort -u)" = "$(grep Cpus_allowed_list /proc/self/status | awk '{print $NF}')"
+  test "$(awk '{print $NF}' "$T/nobind" | sort -u)" = "$mine"
 # More ranks than CPUs: consecutive ranks share a CPU, every CPU is used, rank r on
 # the (r * CPUs / N)-th; --bind-to none leaves them all on dccl-run's CPUs.
 over=$((2 * ncpu + 1))
 "$RUN" -n $over --timeout 30 sh -c 'grep Cpus_allowed_list /proc/self/status' > "$T/over" 2>&1
-mine=$(grep Cpus_allowed_list /proc/self/status | awk '{print $NF}')
 cpus=$(python3 -c "import os; print(' '.join(map(str, sorted(os.sched_getaffinity(0)))))")
 want=$(python3 -c "c='$cpus'.split(); n=$over; print(' '.join(c[r * len(c) // n] for r in range(n)))")
 got=$(sed -n 's/^\[\([0-9]*\)\] Cpus_allowed_list:[[:space:]]*\([0-9]*\)$/\1 \2/p' "$T/over" | sort -n | awk '{printf "%s%s", (NR > 1 ? " " : ""), $2}')
