@@ -158,9 +158,15 @@ bool SockPath::read_locked(Conn& c, int* done) {
     char* to;
     size_t room;
     const bool direct = c.in_payload && c.len - c.got >= kDirectReadBytes;
+    const bool header_only = !c.in_payload && large_posted(c);
     if (direct) {
       to = c.dst + c.got;
       room = c.len - c.got;
+    } else if (header_only) {
+      // A large receive is posted: read just the header, so that its payload goes
+      // straight into the receive's buffer instead of through stage and a copy.
+      to = c.hdr + c.hdr_got;
+      room = sizeof(c.hdr) - c.hdr_got;
     } else {
       to = c.stage.data();
       room = c.stage.size();
@@ -182,9 +188,23 @@ bool SockPath::read_locked(Conn& c, int* done) {
       if (c.got == c.len) finish_message_locked(c, done);
       continue;
     }
+    if (header_only) {
+      c.hdr_got += static_cast<size_t>(r);
+      if (c.hdr_got < sizeof(c.hdr)) continue;
+      begin_message_locked(c);
+      if (!c.dead.empty()) return false;
+      if (c.len == 0) finish_message_locked(c, done);
+      continue;
+    }
     consume_locked(c, c.stage.data(), static_cast<size_t>(r), done);
     if (!c.dead.empty()) return false;
   }
+}
+
+bool SockPath::large_posted(const Conn& c) {
+  for (const Posted& p : c.posted)
+    if (p.len >= kDirectReadBytes) return true;
+  return false;
 }
 
 void SockPath::consume_locked(Conn& c, const char* p, size_t n, int* done) {

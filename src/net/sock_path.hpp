@@ -126,6 +126,7 @@ class SockPath {
   bool write_locked(Conn& c);        // false: the connection failed
   bool read_locked(Conn& c, int* done);  // false: the connection failed
   void consume_locked(Conn& c, const char* p, size_t n, int* done);
+  static bool large_posted(const Conn& c);  // a receive whose payload is read in place is waiting
   void begin_message_locked(Conn& c);
   void finish_message_locked(Conn& c, int* done);
   void fail_conn_locked(Conn& c, const std::string& why);
