@@ -30,6 +30,7 @@ std::string fi_err(const char* call, int rc) {
 
 constexpr size_t kBatch = 16;    // CQ entries per fi_cq_read
 constexpr int kMaxBatches = 8;   // batches per progress pass
+constexpr unsigned kIdleDrainEvery = 16;  // progress passes with nothing outstanding per drain
 
 }  // namespace
 
@@ -365,6 +366,12 @@ int Endpoint::progress(bool block) {
   std::unique_lock<std::mutex> lk(mu_, std::defer_lock);
   if (block) lk.lock();
   else if (!lk.try_lock()) return 0;
+  // Nothing of ours outstanding: reading the completion queue costs a poll() on
+  // the provider's sockets for nothing (1 us of a 14 us 8-byte round trip on the
+  // socket path, which shares this loop). Every 16th pass still drains, so that
+  // what the provider does on its own (accepting connections, buffering what a peer
+  // sends before its receive is posted) is never held for long.
+  if (!head_ && tx_backlog_.empty() && rx_backlog_.empty() && ++idle_passes_ % kIdleDrainEvery != 0) return 0;
   int n = drain_locked();
   flush_backlog_locked(tx_backlog_);
   flush_backlog_locked(rx_backlog_);

@@ -146,6 +146,7 @@ class Endpoint {
 
   std::mutex mu_;
   MsgOp* head_ = nullptr;  // outstanding ops (doubly linked)
+  unsigned idle_passes_ = 0;  // progress passes that found nothing outstanding (under mu_)
   std::deque<MsgOp*> tx_backlog_, rx_backlog_;
   size_t tx_posted_ = 0, rx_posted_ = 0;  // posted, not yet completed
   size_t tx_limit_ = 0, rx_limit_ = 0;    // the provider's queue sizes (0: no limit)
