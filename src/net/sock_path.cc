@@ -186,6 +186,7 @@ bool SockPath::read_locked(Conn& c, int* done) {
       recvd_ += static_cast<size_t>(r);
       rail_recvd_[static_cast<size_t>(c.rail)] += static_cast<size_t>(r);
       if (c.got == c.len) finish_message_locked(c, done);
+      if (static_cast<size_t>(r) < room) return true;  // drained: see below
       continue;
     }
     if (header_only) {
@@ -198,6 +199,10 @@ bool SockPath::read_locked(Conn& c, int* done) {
     }
     consume_locked(c, c.stage.data(), static_cast<size_t>(r), done);
     if (!c.dead.empty()) return false;
+    // A short read took all the kernel held: another recv() would only say EAGAIN
+    // (one system call of each small message's ~2). What arrives later is read on
+    // the next pass (the connections are level-triggered in epoll).
+    if (static_cast<size_t>(r) < room) return true;
   }
 }
 
