@@ -17,6 +17,16 @@ namespace {
 struct Check {
   const char* fn;
   int me = -1;  // this rank in the communicator; -1 before it is known
+  // The backends found so far, by pointer: mem() and same_kind() ask about the same
+  // two buffers, and the answer travels with the operation (sched::Op::backend).
+  mutable std::pair<const void*, mem::Backend*> seen[2] = {};
+  mem::Backend& backend(const void* p) const {
+    for (auto& [q, be] : seen)
+      if (be && q == p) return *be;
+    mem::Backend& be = mem::backend_of(p);
+    seen[seen[0].second ? 1 : 0] = {p, &be};
+    return be;
+  }
   [[noreturn]] void bad(const std::string& what, dcclResult_t code = dcclInvalidArgument) const {
     core::raise(code, api::say(me, fn, what));
   }
@@ -41,7 +51,7 @@ struct Check {
   // there fails the communicator for good.
   void mem(const void* p, size_t count, dcclDataType_t t, size_t mult, const char* name) const {
     if (p == nullptr || count == 0) return;
-    mem::Backend& be = mem::backend_of(p);
+    mem::Backend& be = backend(p);
     if (be.kind() == mem::Kind::Host) return;
     const size_t bytes = count * core::dtype_size(t) * mult;  // bounded by count()
     void* base = nullptr;
@@ -52,13 +62,15 @@ struct Check {
           " allocation");
   }
   // Both buffers must be the same kind of memory (as the data path requires).
-  void same_kind(const void* send, const void* recv) const {
-    if (send == nullptr || recv == nullptr) return;
-    mem::Backend& a = mem::backend_of(send);
-    mem::Backend& b = mem::backend_of(recv);
+  // Returns that kind (null when neither buffer is given).
+  mem::Backend* same_kind(const void* send, const void* recv) const {
+    if (send == nullptr || recv == nullptr) return send ? &backend(send) : recv ? &backend(recv) : nullptr;
+    mem::Backend& a = backend(send);
+    mem::Backend& b = backend(recv);
     if (&a != &b)
       bad(std::string("sendbuff is ") + a.name() + " memory but recvbuff is " + b.name() +
           " memory; both must be the same kind");
+    return &a;
   }
   void rank(int r, int n, const char* name) const {
     if (r < 0 || r >= n)
@@ -82,7 +94,7 @@ dcclResult_t submit(const char* fn, dcclComm_t comm, dcclStream_t stream, sched:
     else
       ck.redop(op.op);
     check(ck, op, c.nranks());
-    ck.same_kind(op.send, op.recv);
+    op.backend = ck.same_kind(op.send, op.recv);
     // A blocking send or receive with itself has no partner call to meet: only
     // inside a group, next to its counterpart, can it complete.
     if (op.coll == Coll::SendRecv && op.peer == c.rank() && !api::in_group())

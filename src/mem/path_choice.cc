@@ -14,9 +14,10 @@ PathChooser::PathChooser(net::Transport& net, const PathOptions& opts, PathCount
 
 PathChooser::~PathChooser() = default;
 
-PathSel PathChooser::select(const void* a, const void* b, const std::function<std::string()>& opname) {
-  Backend* ba = a ? &backend_of(a) : nullptr;
-  Backend* bb = b ? &backend_of(b) : nullptr;
+PathSel PathChooser::select(const void* a, const void* b, const std::function<std::string()>& opname,
+                            Backend* known) {
+  Backend* ba = a ? (known ? known : &backend_of(a)) : nullptr;
+  Backend* bb = b ? (known ? known : &backend_of(b)) : nullptr;
   if (ba && bb && ba != bb)
     core::raise(dcclInvalidArgument,
                 core::describe(opts_.rank, opname(), std::string("sendbuff is ") + ba->name() + " memory but recvbuff is " +

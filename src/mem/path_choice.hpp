@@ -37,7 +37,9 @@ class PathChooser {
   // a, b: the operation's buffers (either may be null). Throws core::Error for
   // buffers of different kinds, or with DCCL_PEER_DIRECT=1 naming the failed layer.
   // `opname` names the operation in errors; called only when there is one.
-  PathSel select(const void* a, const void* b, const std::function<std::string()>& opname);
+  // `known`: the backend of both, when the caller already looked it up.
+  PathSel select(const void* a, const void* b, const std::function<std::string()>& opname,
+                 Backend* known = nullptr);
   RegCacheStats cache_stats() const;
   // dcclCommRegister: device memory that takes the direct path is registered now
   // (the whole allocation holding [p, p+bytes)) and kept registered until

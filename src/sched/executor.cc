@@ -29,7 +29,7 @@ size_t tuning_bytes(const Op& op, int n) {
 
 coll::CtxInit base_init(Resources& res, const Op& op, coll::Label name) {
   coll::CtxInit in;
-  mem::PathSel sel = res.paths->select(op.send, op.recv, [&] { return name.str(); });
+  mem::PathSel sel = res.paths->select(op.send, op.recv, [&] { return name.str(); }, op.backend);
   in.path = sel.path;
   if (!sel.path) {  // host memory: the transport reads and writes the user's buffers
     in.host_sent = &res.stats->sent_direct;
@@ -112,7 +112,7 @@ void execute(Resources& res, std::span<const Op> ops) {
     if (res.check) check_signature(res, op);
     // Device memory cannot go through the host segment: the table says which can.
     const void* any = op.send ? op.send : op.recv;
-    const bool device = any && mem::backend_of(any).kind() != mem::Kind::Host;
+    const bool device = any && (op.backend ? *op.backend : mem::backend_of(any)).kind() != mem::Kind::Host;
     tune::Choice ch = res.tuner->choose(op.coll, tuning_bytes(op, res.nranks), res.nranks, device);
     // A PreMulSum sums scaled copies; `pre` keeps them until the operation ends.
     std::unique_ptr<coll::Ctx> pre;

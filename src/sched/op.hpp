@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "dccl/dccl.h"
+#include "mem/backend.hpp"
 #include "tune/tuner.hpp"
 
 namespace dccl::sched {
@@ -26,6 +27,9 @@ struct Op {
   bool premul = false;
   alignas(8) unsigned char scalar[8] = {};
   const void* scalar_ptr = nullptr;
+  // The memory both buffers are in, when the API already looked it up (null:
+  // looked up again where needed). One lookup per call instead of several.
+  mem::Backend* backend = nullptr;
 };
 
 }  // namespace dccl::sched
