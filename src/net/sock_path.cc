@@ -162,14 +162,12 @@ bool SockPath::read_locked(Conn& c, int* done) {
     if (direct) {
       to = c.dst + c.got;
       room = c.len - c.got;
-    } else if (header_only) {
-      // A large receive is posted: read just the header, so that its payload goes
-      // straight into the receive's buffer instead of through stage and a copy.
-      to = c.hdr + c.hdr_got;
-      room = sizeof(c.hdr) - c.hdr_got;
     } else {
+      // Through stage. While a large receive is posted, only the header's missing
+      // bytes: its payload then goes straight into the receive's buffer, not
+      // through stage and a copy.
       to = c.stage.data();
-      room = c.stage.size();
+      room = header_only ? sizeof(c.hdr) - c.hdr_got : c.stage.size();
     }
     const ssize_t r = recv(c.fd, to, room, MSG_DONTWAIT);
     if (r == 0) {
@@ -187,14 +185,6 @@ bool SockPath::read_locked(Conn& c, int* done) {
       rail_recvd_[static_cast<size_t>(c.rail)] += static_cast<size_t>(r);
       if (c.got == c.len) finish_message_locked(c, done);
       if (static_cast<size_t>(r) < room) return true;  // drained: see below
-      continue;
-    }
-    if (header_only) {
-      c.hdr_got += static_cast<size_t>(r);
-      if (c.hdr_got < sizeof(c.hdr)) continue;
-      begin_message_locked(c);
-      if (!c.dead.empty()) return false;
-      if (c.len == 0) finish_message_locked(c, done);
       continue;
     }
     consume_locked(c, c.stage.data(), static_cast<size_t>(r), done);
