@@ -11,6 +11,8 @@ struct LinkModel {
   double alpha_us;     // per message
   double gbps;         // link bandwidth per direction, GB/s (1e9 B/s)
   double reduce_gbps;  // reduction speed on a chunk in cache
+  // Pipeline chunk of host-memory collectives when every rank shares one host.
+  size_t one_host_chunk_bytes = size_t{512} << 10;
 };
 
 // The parameters for a provider summary ("shm", "tcp;ofi_rxm", "shm+tcp;ofi_rxm",

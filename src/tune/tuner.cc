@@ -33,7 +33,7 @@ bool parse_coll(const std::string& s, Coll* out) {
 
 Tuner::Tuner(const std::string& spec, size_t chunk_override, bool same_host, size_t smem_bytes, bool smem_chunks,
              LinkModel link)
-    : chunk_override_(chunk_override), same_host_(same_host) {
+    : chunk_override_(chunk_override), same_host_(same_host), one_host_chunk_(link.one_host_chunk_bytes) {
   // Entry l: the smallest rank count whose ceil(log2) is l.
   for (int l = 0; l < 32; ++l) rd_bound_[l] = rd_allreduce_max_bytes(l == 0 ? 1 : (1 << (l - 1)) + 1, link);
   offer_.oneshot_bytes = smem_bytes;
@@ -82,12 +82,13 @@ Choice Tuner::choose(Coll c, size_t bytes, int n, bool device) const {
     if (size >= e.min_bytes && size <= max && n <= e.max_ranks) pick = &e;
   }
   if (!pick) core::raise(dcclInternalError, std::string("tuner: no algorithm for ") + coll_name(c));
-  // Larger chunks amortise per-message cost on shared memory; TCP prefers smaller ones
-  // so that reduction overlaps the wire. Device memory on one host takes 2 MiB: every
+  // Across hosts 256 KiB, so that reduction overlaps the wire. On one host the link
+  // model's: larger chunks amortise per-message cost (512 KiB on shared memory, 1 MiB
+  // over TCP loopback, where the wire is a memory copy too). Device memory on one host takes 2 MiB: every
   // chunk's reduction is handed to the device's engine and waited for, and that
   // hand-off, not the copy, sets the pace (sim, 4 ranks, medians of 3: 16 MiB
   // direct 21.0 -> 16.8 ms, staged 27.1 -> 22.2 ms against 512 KiB).
-  size_t chunk = same_host_ ? (device ? kDeviceChunkBytes : (512u << 10)) : (256u << 10);
+  size_t chunk = same_host_ ? (device ? kDeviceChunkBytes : one_host_chunk_) : (256u << 10);
   if (chunk_override_) chunk = chunk_override_;
   return Choice{pick->algo, chunk, pick};
 }

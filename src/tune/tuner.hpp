@@ -43,6 +43,7 @@ class Tuner {
   const AlgoEntry* forced_[kNumColls] = {};
   size_t chunk_override_;
   bool same_host_;
+  size_t one_host_chunk_;  // host memory, every rank on one host (the link model's)
   Offer offer_;
   // rd_allreduce_max_bytes(n, link) by ceil(log2 n) (0..31), computed once: the
   // bound depends on n only through it, and choose() runs on every call.

@@ -10,6 +10,7 @@
 using dccl::tune::Algo;
 using dccl::tune::Coll;
 using dccl::tune::Tuner;
+using dccl::tune::link_model_for;
 
 namespace {
 constexpr size_t KiB = 1024, MiB = 1024 * 1024;
@@ -44,10 +45,14 @@ TEST(Tuner, OneHostUsesTheSegment) {
 }
 
 TEST(Tuner, ChunkByLinkAndMemory) {
-  // One host: 512 KiB for host memory, 2 MiB for device memory (each chunk's reduction
-  // is a hand-off to the device); across hosts 256 KiB; DCCL_CHUNK_BYTES wins.
-  Tuner one("", 0, /*same_host=*/true, 64 * KiB, true);
+  // One host: host memory takes the link's chunk (512 KiB on shared memory, 1 MiB over
+  // TCP), device memory 2 MiB (each chunk's reduction is a hand-off to the device);
+  // across hosts 256 KiB; DCCL_CHUNK_BYTES wins.
+  Tuner one("", 0, /*same_host=*/true, 64 * KiB, true, link_model_for("shm"));
   EXPECT_EQ(one.choose(Coll::AllReduce, 16 * MiB, 4, /*device=*/false).chunk_bytes, 512 * KiB);
+  Tuner one_tcp("", 0, /*same_host=*/true, 0, false, link_model_for("tcp;ofi_rxm"));
+  EXPECT_EQ(one_tcp.choose(Coll::AllReduce, 16 * MiB, 4, false).chunk_bytes, 1 * MiB);
+  EXPECT_EQ(one_tcp.choose(Coll::AllReduce, 16 * MiB, 4, true).chunk_bytes, 2 * MiB);
   EXPECT_EQ(one.choose(Coll::AllReduce, 16 * MiB, 4, /*device=*/true).chunk_bytes, 2 * MiB);
   EXPECT_EQ(one.choose(Coll::AllReduce, 16 * MiB, 4, true).algo, Algo::Ring);
   Tuner across("", 0, /*same_host=*/false);
