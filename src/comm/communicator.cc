@@ -31,6 +31,7 @@ using core::raise;
 
 namespace {
 constexpr char kAffinitySep = '\x1f';  // between host id and CPU list in the init allgather
+constexpr size_t kTwoRankSmemChunkBytes = size_t{512} << 10;  // DCCL_SMEM_CHUNK_BYTES unset, 2 ranks
 }  // namespace
 
 Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
@@ -227,6 +228,10 @@ size_t Communicator::open_shared_segment(bool same_host) {
   size_t limit = cfg_.smem_bytes;
   if (nranks_ > 4 && limit > (16u << 10)) limit = 16u << 10;
   size_t chunk = cfg_.smem_chunk_bytes;
+  // Unset, two ranks take 512 KiB chunks: each rank's part is then 256 KiB, as with
+  // 256 KiB chunks over four. Measured against 256 KiB (9 and 7 interleaved launches,
+  // medians): 2 ranks 1/4/16/64 MiB 3-7% faster; 4 ranks 1 and 16 MiB 3-7% slower.
+  if (nranks_ == 2 && !cfg_.set_in_env("DCCL_SMEM_CHUNK_BYTES")) chunk = kTwoRankSmemChunkBytes;
   // Two chunk slots per rank; keep the whole segment within 64 MiB.
   const size_t chunk_cap = (32u << 20) / static_cast<size_t>(nranks_ > 0 ? nranks_ : 1);
   if (chunk > chunk_cap) chunk = chunk_cap & ~size_t{63};
