@@ -17,6 +17,7 @@
 #include "net/provider.hpp"
 #include "net/rails.hpp"
 #include "net/signals.hpp"
+#include "tune/link_model.hpp"
 
 namespace dccl::comm {
 
@@ -31,7 +32,6 @@ using core::raise;
 
 namespace {
 constexpr char kAffinitySep = '\x1f';  // between host id and CPU list in the init allgather
-constexpr size_t kTwoRankSmemChunkBytes = size_t{512} << 10;  // DCCL_SMEM_CHUNK_BYTES unset, 2 ranks
 }  // namespace
 
 Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
@@ -221,17 +221,20 @@ void Communicator::make_levels() {
               topo_.local_size);
 }
 
+// The segment's chunk as this rank will use it: what the settings check compares, so
+// that a rank that set DCCL_SMEM_CHUNK_BYTES to the default and one that left it
+// unset (which may differ by rank count) are told apart.
+size_t Communicator::smem_chunk_bytes() const {
+  return tune::smem_chunk_bytes(cfg_.smem_chunk_bytes, cfg_.set_in_env("DCCL_SMEM_CHUNK_BYTES"), nranks_);
+}
+
 // All ranks on this host: a shared segment for one-shot small allreduces and
 // pipelined larger ones. Every rank must end up with it or none does, so the
 // outcome is agreed on. Returns the one-shot limit (0: none).
 size_t Communicator::open_shared_segment(bool same_host) {
   size_t limit = cfg_.smem_bytes;
   if (nranks_ > 4 && limit > (16u << 10)) limit = 16u << 10;
-  size_t chunk = cfg_.smem_chunk_bytes;
-  // Unset, two ranks take 512 KiB chunks: each rank's part is then 256 KiB, as with
-  // 256 KiB chunks over four. Measured against 256 KiB (9 and 7 interleaved launches,
-  // medians): 2 ranks 1/4/16/64 MiB 3-7% faster; 4 ranks 1 and 16 MiB 3-7% slower.
-  if (nranks_ == 2 && !cfg_.set_in_env("DCCL_SMEM_CHUNK_BYTES")) chunk = kTwoRankSmemChunkBytes;
+  size_t chunk = smem_chunk_bytes();
   // Two chunk slots per rank; keep the whole segment within 64 MiB.
   const size_t chunk_cap = (32u << 20) / static_cast<size_t>(nranks_ > 0 ? nranks_ : 1);
   if (chunk > chunk_cap) chunk = chunk_cap & ~size_t{63};
@@ -259,7 +262,7 @@ void Communicator::check_same_settings() {
   std::string mine = "DCCL_STAGING_SLOT_BYTES=" + std::to_string(cfg_.staging_slot_bytes) +
                      " DCCL_CHUNK_BYTES=" + std::to_string(cfg_.chunk_bytes) + " DCCL_ALGO='" + cfg_.algo + "'" +
                      " DCCL_SMEM_BYTES=" + std::to_string(cfg_.smem_bytes) +
-                     " DCCL_SMEM_CHUNK_BYTES=" + std::to_string(cfg_.smem_chunk_bytes) +
+                     " DCCL_SMEM_CHUNK_BYTES=" + std::to_string(smem_chunk_bytes()) +
                      " DCCL_HIER=" + std::to_string(cfg_.hier) +
                      " DCCL_HIER_PIECE_BYTES=" + std::to_string(cfg_.hier_piece_bytes) +
                      " FI_OFI_RXM_EAGER_LIMIT=" + (rxm_eager_.empty() ? "(default)" : rxm_eager_);

@@ -114,6 +114,7 @@ class Communicator {
   void set_failed(dcclResult_t code, const std::string& text);
   void check_same_settings();
   size_t open_shared_segment(bool same_host);
+  size_t smem_chunk_bytes() const;
   void make_levels();
 
   core::Config cfg_;

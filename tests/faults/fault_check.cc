@@ -9,6 +9,8 @@
 //   fault_check mismatch        DCCL_CHECK=1 and one rank passes another count
 //   fault_check count           no DCCL_CHECK: allgather / reduce-scatter counts differ (child_count)
 //   fault_check abort           dcclCommAbort from another thread mid-operation
+//   fault_check chunk           2 ranks, one sets DCCL_SMEM_CHUNK_BYTES to its default
+//                               (256K), the other leaves it unset (512K for 2 ranks)
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <netinet/in.h>
@@ -327,6 +329,13 @@ int run_simple(const char* self, const char* scenario) {
   } else if (!strcmp(scenario, "count")) {
     job.nranks = 2;
     for (int r = 0; r < 2; ++r) pids.push_back(spawn(self, "count", job, r, job.secret, devnull[1]));
+  } else if (!strcmp(scenario, "chunk")) {
+    job.nranks = 2;
+    unsetenv("DCCL_SMEM_CHUNK_BYTES");
+    pids.push_back(spawn(self, "chunk", job, 0, job.secret, devnull[1]));
+    setenv("DCCL_SMEM_CHUNK_BYTES", "256K", 1);
+    pids.push_back(spawn(self, "chunk", job, 1, job.secret, devnull[1]));
+    unsetenv("DCCL_SMEM_CHUNK_BYTES");
   } else if (!strcmp(scenario, "abort")) {
     job.nranks = 2;
     for (int r = 0; r < 2; ++r) pids.push_back(spawn(self, "abort", job, r, job.secret, devnull[1]));
@@ -358,6 +367,20 @@ int child_expect_fail() {  // init must fail, naming the cause, within the timeo
   return ms_since(t) <= 2000.0 * kTimeoutS ? 0 : 1;
 }
 
+// The segment's chunk as each rank would use it differs (512 KiB unset on 2 ranks,
+// 256 KiB set): init must fail on both, naming the two values, not lay the segment
+// out two ways.
+int child_chunk() {
+  dcclComm_t c;
+  const dcclResult_t rc = dcclCommInitFromEnv(&c);
+  const char* msg = dcclGetLastError(nullptr);
+  const bool good = rc == dcclInvalidUsage && strstr(msg, "settings differ") &&
+                    strstr(msg, "DCCL_SMEM_CHUNK_BYTES=524288") && strstr(msg, "DCCL_SMEM_CHUNK_BYTES=262144");
+  printf("init returned %s: %s\n", dcclGetErrorString(rc), msg);
+  if (rc == dcclSuccess) dcclCommDestroy(c);
+  return good ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -370,6 +393,7 @@ int main(int argc, char** argv) {
     if (role == "mismatch") return child_mismatch();
     if (role == "abort") return child_abort();
     if (role == "count") return child_count();
+    if (role == "chunk") return child_chunk();
     return 2;
   }
   if (argc >= 2 && !strcmp(argv[1], "kill")) return run_kill(argv[0], argc >= 3 ? atoi(argv[2]) : 20, false);
@@ -385,6 +409,6 @@ int main(int argc, char** argv) {
     return bad ? 1 : 0;
   }
   if (argc >= 2) return run_simple(argv[0], argv[1]);
-  fprintf(stderr, "usage: fault_check kill [TRIALS] | kill-root [TRIALS] | nojoin | secret | mismatch | count | abort\n");
+  fprintf(stderr, "usage: fault_check kill [TRIALS] | kill-root [TRIALS] | nojoin | secret | mismatch | count | abort | chunk\n");
   return 2;
 }

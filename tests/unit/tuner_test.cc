@@ -5,12 +5,14 @@
 
 #include "core/error.hpp"
 #include "tune/algo_table.hpp"
+#include "tune/link_model.hpp"
 #include "tune/tuner.hpp"
 
 using dccl::tune::Algo;
 using dccl::tune::Coll;
 using dccl::tune::Tuner;
 using dccl::tune::link_model_for;
+using dccl::tune::smem_chunk_bytes;
 
 namespace {
 constexpr size_t KiB = 1024, MiB = 1024 * 1024;
@@ -217,4 +219,16 @@ TEST(Tuner, RecursiveDoublingBoundComesFromTheLinkModel) {
     EXPECT_EQ(pick(t, Coll::AllReduce, b, n), Algo::Rd) << n;
     EXPECT_EQ(pick(t, Coll::AllReduce, b + 4, n), Algo::Rhd) << n;
   }
+}
+
+// The segment's chunk: the setting when the environment gave it (the default's
+// value included), else 512 KiB for 2 ranks and the setting's default above.
+TEST(Tuner, SegmentChunkByRankCount) {
+  constexpr size_t k256 = size_t{256} << 10, k512 = size_t{512} << 10;
+  EXPECT_EQ(smem_chunk_bytes(k256, false, 2), k512);
+  EXPECT_EQ(smem_chunk_bytes(k256, true, 2), k256);
+  EXPECT_EQ(smem_chunk_bytes(k256, false, 4), k256);
+  EXPECT_EQ(smem_chunk_bytes(k256, false, 8), k256);
+  EXPECT_EQ(smem_chunk_bytes(0, true, 2), size_t{0});  // 0 still switches it off
+  EXPECT_EQ(smem_chunk_bytes(size_t{1} << 20, true, 4), size_t{1} << 20);
 }
