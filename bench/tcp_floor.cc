@@ -1,7 +1,8 @@
 // dccl-tcp-floor: the least a float32 allreduce over loopback TCP costs on this
 // machine with no collective library at all (not a test).
 //   dccl-tcp-floor [-n 2] [-b 64K] [-e 64M] [-f 4] [--sizes 8,1K,...]
-//                  [--algo rd|ring|both] [--reps 5] [--no-reduce] [--json FILE]
+//                  [--algo rd|ring|both] [--reps 5] [--iters N [--warmup W]]
+//                  [--no-reduce] [--json FILE]
 // Forks n processes joined by one loopback TCP connection per pair
 // (TCP_NODELAY). Each runs a bare allreduce of S bytes: recursive doubling
 // (log2 n rounds, each exchanging all S with rank ^ 2^k, n a power of two) or
@@ -13,7 +14,8 @@
 // CPUs (as dccl-run --bind-to core) and then poll without sleeping;
 // oversubscribed, they wait in poll() and give the core to the ranks that
 // share it. Per size: back-to-back calls for
-// about 40 ms after a barrier, repeated --reps times; prints the median time
+// about 40 ms after a barrier (with --iters: N calls after W untimed ones, as
+// dccl-perf -n N -w W), repeated --reps times; prints the median time
 // per call on rank 0 (the convention of dccl-perf's time column); --json
 // writes [{"size", "rd_us", "ring_us", "best_us"}] (null where not run).
 // bench/compare runs it beside the libraries and prints it next to the TCP
@@ -195,11 +197,13 @@ struct Opts {
   size_t lo = 64 << 10, hi = size_t{64} << 20, factor = 4;
   std::string algo = "both";
   int reps = 5;
+  int iters = 0;   // timed calls per repeat; 0: about 40 ms of them (at most 2,000)
+  int warmup = 0;  // untimed calls before the repeats, with --iters
   bool reduce = true;
 };
 
 // One size, one algorithm: the median over reps of the mean time per call (rank 0).
-double time_algo(Rank& k, bool ring, size_t bytes, int reps) {
+double time_algo(Rank& k, bool ring, size_t bytes, const Opts& o) {
   const size_t count = bytes / 4;
   std::vector<float> buf(count, 1.0f), tmp(count, 0.0f);
   auto call = [&] { ring ? k.ring(buf.data(), tmp.data(), count) : k.rd(buf.data(), tmp.data(), count); };
@@ -211,15 +215,20 @@ double time_algo(Rank& k, bool ring, size_t bytes, int reps) {
   }
   k.barrier();
   auto t0 = std::chrono::steady_clock::now();
-  call();
-  double one = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  int32_t iters = static_cast<int32_t>(std::clamp(0.04 / std::max(one, 1e-7), 3.0, 2000.0));
-  for (int m = 1; m < k.n; m <<= 1) {  // rank 0's count to everyone (a broadcast by doubling)
-    if (k.r < m && (k.r | m) < k.n) progress(k.r, {{k.fd[static_cast<size_t>(k.r | m)], reinterpret_cast<char*>(&iters), 4, true}});
-    else if (k.r >= m && k.r < 2 * m) progress(k.r, {{k.fd[static_cast<size_t>(k.r & ~m)], reinterpret_cast<char*>(&iters), 4, false}});
+  int32_t iters = o.iters;  // the same on every rank: each got the same arguments
+  if (iters > 0) {
+    for (int i = 0; i < o.warmup; ++i) call();
+  } else {
+    call();
+    double one = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    iters = static_cast<int32_t>(std::clamp(0.04 / std::max(one, 1e-7), 3.0, 2000.0));
+    for (int m = 1; m < k.n; m <<= 1) {  // rank 0's count to everyone (a broadcast by doubling)
+      if (k.r < m && (k.r | m) < k.n) progress(k.r, {{k.fd[static_cast<size_t>(k.r | m)], reinterpret_cast<char*>(&iters), 4, true}});
+      else if (k.r >= m && k.r < 2 * m) progress(k.r, {{k.fd[static_cast<size_t>(k.r & ~m)], reinterpret_cast<char*>(&iters), 4, false}});
+    }
   }
   std::vector<double> per;
-  for (int rep = 0; rep < reps; ++rep) {
+  for (int rep = 0; rep < o.reps; ++rep) {
     k.barrier();
     t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < iters; ++i) call();
@@ -241,8 +250,8 @@ int rank_main(int r, const Opts& o, std::vector<int> fd) {
   for (size_t s : o.sizes) {
     const size_t bytes = std::max<size_t>(s / 4 * 4, 4);
     double rd = -1, ring = -1;
-    if (pow2 && o.algo != "ring") rd = time_algo(k, false, bytes, o.reps);
-    if (o.algo != "rd") ring = time_algo(k, true, bytes, o.reps);
+    if (pow2 && o.algo != "ring") rd = time_algo(k, false, bytes, o);
+    if (o.algo != "rd") ring = time_algo(k, true, bytes, o);
     if (r == 0) {
       char a[32] = "-", b[32] = "-";
       if (rd >= 0) std::snprintf(a, sizeof(a), "%.1f", rd * 1e6);
@@ -284,6 +293,8 @@ int main(int argc, char** argv) {
     else if (f == "-f") o.factor = size_arg(need());
     else if (f == "--algo") o.algo = need();
     else if (f == "--reps") o.reps = std::atoi(need());
+    else if (f == "--iters") o.iters = std::atoi(need());
+    else if (f == "--warmup") o.warmup = std::atoi(need());
     else if (f == "--no-reduce") o.reduce = false;
     else if (f == "--json") o.json = need();
     else if (f == "--sizes") {
@@ -297,16 +308,17 @@ int main(int argc, char** argv) {
     }
     else {
       std::fprintf(stderr, "usage: dccl-tcp-floor [-n 2] [-b 64K] [-e 64M] [-f 4] [--sizes 8,1K,...] "
-                           "[--algo rd|ring|both] [--reps 5] [--no-reduce] [--json FILE]\n");
+                           "[--algo rd|ring|both] [--reps 5] [--iters N [--warmup W]] [--no-reduce] [--json FILE]\n");
       return f == "-h" || f == "--help" ? 0 : 2;
     }
   }
   if (o.sizes.empty() && o.factor >= 2)
     for (size_t s = o.lo; s <= o.hi; s *= o.factor) o.sizes.push_back(s);
-  if (o.n < 2 || o.n > 64 || o.sizes.empty() || o.reps < 1 ||
+  if (o.n < 2 || o.n > 64 || o.sizes.empty() || o.reps < 1 || o.iters < 0 || o.warmup < 0 ||
+      (o.warmup > 0 && o.iters == 0) ||
       (o.algo != "rd" && o.algo != "ring" && o.algo != "both")) {
     std::fprintf(stderr, "dccl-tcp-floor: bad arguments (2 <= n <= 64, -b <= -e, -f >= 2, "
-                         "--reps >= 1, --algo rd|ring|both)\n");
+                         "--reps >= 1, --iters >= 0, --warmup >= 0 only with --iters, --algo rd|ring|both)\n");
     return 2;
   }
   std::vector<int> lst(static_cast<size_t>(o.n));
