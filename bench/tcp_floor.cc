@@ -14,8 +14,9 @@
 // CPUs (as dccl-run --bind-to core) and then poll without sleeping;
 // oversubscribed, they wait in poll() and give the core to the ranks that
 // share it. Per size: back-to-back calls for
-// about 40 ms after a barrier (with --iters: N calls after W untimed ones, as
-// dccl-perf -n N -w W), repeated --reps times; prints the median time
+// about 40 ms after a barrier (with --iters: N calls after the checked first
+// call and W untimed ones, as dccl-perf -n N -w W), repeated --reps times;
+// prints the median time
 // per call on rank 0 (the convention of dccl-perf's time column); --json
 // writes [{"size", "rd_us", "ring_us", "best_us"}] (null where not run).
 // bench/compare runs it beside the libraries and prints it next to the TCP
