@@ -23,10 +23,10 @@ std::string Label::str() const {
          core::dtype_name(dt) + ")";
 }
 
-Ctx::Ctx(const CtxInit& init)
-    : in_(init),
-      esize_(core::dtype_size(init.dt)),
-      coll_tag_(make_tag(TagKind::Coll, init.seq, 0)) {
+Ctx::Ctx(const CtxInit& init) : Ctx(CtxInit(init)) {}
+
+Ctx::Ctx(CtxInit&& init)
+    : in_(std::move(init)), esize_(core::dtype_size(in_.dt)), coll_tag_(make_tag(TagKind::Coll, in_.seq, 0)) {
   if (esize_ == 0) esize_ = 1;
 }
 

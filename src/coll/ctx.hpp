@@ -83,6 +83,7 @@ struct CtxInit {
 class Ctx {
  public:
   explicit Ctx(const CtxInit& init);
+  explicit Ctx(CtxInit&& init);  // takes the name's text instead of copying it
   ~Ctx();
   Ctx(const Ctx&) = delete;
   Ctx& operator=(const Ctx&) = delete;

@@ -42,8 +42,11 @@ void ScratchPool::reset() {
     ++allocations_;
   }
   if (++window_ops_ == kWindow) {
-    // A transient large operation does not keep its memory for good.
-    if (blocks_.size() == 1 && recent_ * 2 < blocks_.back().size) {
+    // A transient large operation does not keep its memory for good. Compared in
+    // whole pages, as blocks are allocated: a window of 8-byte operations keeps
+    // its one-page block (no allocation every window), an idle window returns it.
+    const size_t recent_pages = (recent_ + 4095) & ~size_t{4095};
+    if (blocks_.size() == 1 && recent_pages * 2 < blocks_.back().size) {
       backend_.free(blocks_.back().base);
       blocks_.clear();
       peak_ = recent_;

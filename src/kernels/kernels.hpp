@@ -23,6 +23,8 @@ const char* isa_name(Isa isa);
 void reduce_isa(Isa isa, void* dst, const void* a, const void* b, size_t count,
                 dcclDataType_t dt, dcclRedOp_t op);
 void finish_avg_isa(Isa isa, void* buf, size_t count, dcclDataType_t dt, int nranks);
+// dst may equal a source but must not overlap it partially (refused otherwise).
+bool overlaps_partially(const void* dst, const void* src, size_t bytes);
 
 // Per-family kernels: arguments already validated, count > 0, op != dcclAvg
 // (callers map avg to sum). Defined in reduce_int.cc, reduce_float.cc, reduce_half.cc.

@@ -3,6 +3,7 @@
 #include "kernels/reduce.hpp"
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -14,6 +15,9 @@
 #include "core/types.hpp"
 
 namespace dccl::kernels {
+namespace {
+constexpr size_t kTinySum = 16;  // elements
+}  // namespace
 namespace reduce_detail {
 namespace {
 
@@ -51,14 +55,14 @@ void check_isa(Isa isa, const char* what) {
                                       " is not supported by this CPU");
 }
 
+}  // namespace
+
 // dst may equal a or b, but must not overlap either partially.
 bool overlaps_partially(const void* dst, const void* src, size_t bytes) {
   const auto d = reinterpret_cast<uintptr_t>(dst);
   const auto s = reinterpret_cast<uintptr_t>(src);
   return d != s && d < s + bytes && s < d + bytes;
 }
-
-}  // namespace
 
 Isa best_isa() {
   static const Isa isa = cpu_has_avx2() ? Isa::Avx2 : Isa::Generic;
@@ -107,6 +111,27 @@ void finish_avg_isa(Isa isa, void* buf, size_t count, dcclDataType_t dt, int nra
 
 void reduce(void* dst, const void* a, const void* b, size_t count, dcclDataType_t dt,
             dcclRedOp_t op) {
+  // A few float32 sums (a loss, a norm, a flag: the small allreduces of a training
+  // step) are added here directly: the checks and the vector kernel's set-up cost
+  // more than the adds. Same results: each element is a[i] + b[i] either way.
+  if (dt == dcclFloat32 && op == dcclSum && count <= kTinySum && dst && a && b) {
+    const size_t bytes = count * sizeof(float);
+    if (!reduce_detail::overlaps_partially(dst, a, bytes) && !reduce_detail::overlaps_partially(dst, b, bytes)) {
+      // Element by element (fixed-size copies: no alignment assumed, no library
+      // call); dst may be a or b, each element is read before it is written.
+      const char* pa = static_cast<const char*>(a);
+      const char* pb = static_cast<const char*>(b);
+      char* pd = static_cast<char*>(dst);
+      for (size_t i = 0; i < bytes; i += sizeof(float)) {
+        float x, y;
+        memcpy(&x, pa + i, sizeof x);
+        memcpy(&y, pb + i, sizeof y);
+        x += y;
+        memcpy(pd + i, &x, sizeof x);
+      }
+      return;
+    }
+  }
   reduce_detail::reduce_isa(reduce_detail::best_isa(), dst, a, b, count, dt, op);
 }
 

@@ -59,6 +59,7 @@ ShmSegment::ShmSegment(int rank, int nranks, size_t slot_bytes, size_t chunk_byt
   if (rank_ == 0) shm_unlink(name.c_str());
   if (p == MAP_FAILED) core::raise(dcclSystemError, core::describe(rank_, "shared-memory segment", std::string("open/map: ") + strerror(e)));
   base_ = static_cast<char*>(p);
+  slots_ = base_ + header_bytes(n_);
 }
 
 ShmSegment::~ShmSegment() {
@@ -67,10 +68,6 @@ ShmSegment::~ShmSegment() {
 
 ShmSegment::Flag& ShmSegment::flag(int rank, int id) const {
   return reinterpret_cast<Flag*>(base_)[static_cast<size_t>(rank) * kFlags + static_cast<size_t>(id)];
-}
-
-char* ShmSegment::slot_line(int rank, int parity) const {
-  return base_ + header_bytes(n_) + (static_cast<size_t>(rank) * 2 + static_cast<size_t>(parity)) * slot_stride_;
 }
 
 char* ShmSegment::chunk_slot(int rank, int parity) const {

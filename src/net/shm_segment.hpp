@@ -54,11 +54,15 @@ class ShmSegment {
   uint64_t next_chunk() { return ++chunks_; }  // likewise, for chunk slots
 
  private:
-  char* slot_line(int rank, int parity) const;
+  // One-shot slots follow the flags: rank r's slot of parity p is line 2r + p.
+  char* slot_line(int rank, int parity) const {
+    return slots_ + (static_cast<size_t>(rank) * 2 + static_cast<size_t>(parity)) * slot_stride_;
+  }
   int rank_, n_;
   size_t slot_stride_, chunk_bytes_;  // bytes per one-shot slot (0: none) and per chunk slot
   size_t bytes_ = 0;
   char* base_ = nullptr;
+  char* slots_ = nullptr;  // the first one-shot slot (past the flags)
   uint64_t ops_ = 0, chunks_ = 0;
 };
 

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <memory>
+#include <utility>
 #include <string>
 
 #include "coll/algos.hpp"
@@ -27,7 +28,7 @@ size_t tuning_bytes(const Op& op, int n) {
   }
 }
 
-coll::CtxInit base_init(Resources& res, const Op& op, coll::Label name) {
+coll::CtxInit base_init(Resources& res, const Op& op, coll::Label&& name) {
   coll::CtxInit in;
   mem::PathSel sel = res.paths->select(op.send, op.recv, [&] { return name.str(); }, op.backend);
   in.path = sel.path;
@@ -100,7 +101,7 @@ void execute(Resources& res, std::span<const Op> ops) {
     coll::Label name;
     name.text = std::string(op.is_send ? "send to" : "recv from") + " rank " + std::to_string(op.peer) + " (" +
                 std::to_string(op.count) + " x " + core::dtype_name(op.dt) + ")";
-    pctx.push_back(std::make_unique<coll::Ctx>(base_init(res, op, name)));
+    pctx.push_back(std::make_unique<coll::Ctx>(base_init(res, op, std::move(name))));
     size_t bytes = op.count * core::dtype_size(op.dt);
     if (op.is_send)
       pctx[i]->send_tagged(op.peer, op.send, bytes, op.p2p_tag, xfers[i]);
@@ -120,7 +121,7 @@ void execute(Resources& res, std::span<const Op> ops) {
     if (op.premul) {
       coll::Label pname;
       pname.text = std::string(tune::coll_name(op.coll)) + " #" + std::to_string(op.seq) + " (premulsum input)";
-      pre = std::make_unique<coll::Ctx>(base_init(res, op, pname));
+      pre = std::make_unique<coll::Ctx>(base_init(res, op, std::move(pname)));
       send = premul_input(*pre, op, res.nranks, res.timeout_ms);
     }
     if (ch.entry->hier) {
@@ -143,10 +144,10 @@ void execute(Resources& res, std::span<const Op> ops) {
     name.count = op.count;
     name.dt = op.dt;
     name.algo = tune::algo_name(ch.algo);
-    coll::CtxInit in = base_init(res, op, name);
+    coll::CtxInit in = base_init(res, op, std::move(name));
     in.chunk_bytes = ch.chunk_bytes;
     DCCL_TRACE("%s start", in.name.str().c_str());
-    coll::Ctx ctx(in);
+    coll::Ctx ctx(std::move(in));
     coll::Args args{send, op.recv, op.count, op.root};
     ch.entry->flat(ctx, args);
     account(res, op, op.count * core::dtype_size(op.dt));

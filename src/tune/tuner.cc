@@ -68,6 +68,14 @@ Tuner::Tuner(const std::string& spec, size_t chunk_override, bool same_host, siz
 }
 
 Choice Tuner::choose(Coll c, size_t bytes, int n, bool device) const {
+  if (memo_.valid && memo_.coll == c && memo_.bytes == bytes && memo_.nranks == n && memo_.device == device)
+    return memo_.choice;
+  const Choice ch = decide(c, bytes, n, device);
+  memo_ = Memo{true, device, c, n, bytes, ch};
+  return ch;
+}
+
+Choice Tuner::decide(Coll c, size_t bytes, int n, bool device) const {
   Offer o = offer_;
   o.host_mem = !device;
   const size_t total = bytes * static_cast<size_t>(n > 0 ? n : 1);

@@ -34,12 +34,26 @@ class Tuner {
   void set_levels(bool available, bool blocked) {
     offer_.levels = available;
     offer_.blocked = blocked;
+    memo_.valid = false;
   }
   // `bytes`: the per-rank message size the collective moves (allreduce: count*esize;
   // reduce-scatter: the whole input). `device`: the buffers are device memory.
+  // The last answer is kept and reused for the same question (a training loop asks
+  // the same one call after call): not for concurrent use on one Tuner, which the
+  // communicator's turn order guarantees (one operation executes at a time).
   Choice choose(Coll c, size_t bytes, int nranks, bool device = false) const;
 
  private:
+  Choice decide(Coll c, size_t bytes, int nranks, bool device) const;
+  struct Memo {
+    bool valid = false;
+    bool device = false;
+    Coll coll{};
+    int nranks = 0;
+    size_t bytes = 0;
+    Choice choice{};
+  };
+  mutable Memo memo_;
   const AlgoEntry* forced_[kNumColls] = {};
   size_t chunk_override_;
   bool same_host_;

@@ -568,4 +568,31 @@ TEST(ReduceArgs, PublicEntryUsesBestIsa) {
   for (float v : d) EXPECT_EQ(1.75f, v);
 }
 
+// The public entry adds up to 16 float32 sums directly: every count around that
+// bound, in place on either source and out of place, against float64 sums rounded
+// to float (exact for one add) and bit for bit against the generic kernel.
+TEST(ReduceArgs, TinyFloatSumsMatchReference) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1e6f, 1e6f);
+  for (size_t n = 1; n <= 20; ++n) {
+    for (int where = 0; where < 3; ++where) {  // 0: out of place, 1: dst == a, 2: dst == b
+      std::vector<float> a(n), b(n), d(n), ref(n), gen(n);
+      for (size_t i = 0; i < n; ++i) a[i] = u(rng), b[i] = u(rng);
+      if (n > 2) a[0] = -0.0f, b[0] = -0.0f, a[1] = INFINITY, b[2] = NAN;
+      for (size_t i = 0; i < n; ++i) ref[i] = static_cast<float>(double(a[i]) + double(b[i]));
+      rd::reduce_isa(Isa::Generic, gen.data(), a.data(), b.data(), n, dcclFloat32, dcclSum);
+      float* dst = where == 0 ? d.data() : where == 1 ? a.data() : b.data();
+      dccl::kernels::reduce(dst, a.data(), b.data(), n, dcclFloat32, dcclSum);
+      for (size_t i = 0; i < n; ++i) {
+        if (std::isnan(ref[i])) {
+          EXPECT_TRUE(std::isnan(dst[i])) << n << " " << i;
+          continue;
+        }
+        EXPECT_EQ(std::bit_cast<uint32_t>(ref[i]), std::bit_cast<uint32_t>(dst[i])) << "n " << n << " i " << i << " where " << where;
+        EXPECT_EQ(std::bit_cast<uint32_t>(gen[i]), std::bit_cast<uint32_t>(dst[i])) << "n " << n << " i " << i;
+      }
+    }
+  }
+}
+
 }  // namespace

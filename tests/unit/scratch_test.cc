@@ -37,6 +37,16 @@ void check_pool(mem::Backend& be) {
   // Nothing used for a window: everything is returned.
   for (int i = 0; i < 2 * ScratchPool::kWindow; ++i) run_op(p, 0);
   EXPECT_EQ(p.held_bytes(), 0u);
+  // Small operations (smaller than the page their block is rounded to) keep that
+  // block: nothing is allocated after the first, whatever the number of windows.
+  ScratchPool small(be);
+  run_op(small, 8);
+  const uint64_t first = small.allocations();
+  EXPECT_EQ(first, 1u);
+  for (int i = 0; i < 4 * ScratchPool::kWindow; ++i) run_op(small, i % 2 ? 8 : 64);
+  EXPECT_EQ(small.allocations(), first) << be.name();
+  for (int i = 0; i < 2 * ScratchPool::kWindow; ++i) run_op(small, 0);
+  EXPECT_EQ(small.held_bytes(), 0u);
 }
 
 TEST(Scratch, ReturnedAfterTransientLargeOperationHost) { check_pool(mem::host_backend()); }
