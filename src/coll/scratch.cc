@@ -4,6 +4,11 @@
 
 namespace dccl::coll {
 
+namespace {
+// Blocks are allocated in whole pages.
+size_t whole_pages(size_t bytes) { return (bytes + 4095) & ~size_t{4095}; }
+}  // namespace
+
 ScratchPool::~ScratchPool() {
   for (auto& b : blocks_) backend_.free(b.base);
 }
@@ -14,7 +19,7 @@ void* ScratchPool::take(size_t bytes) {
   total_ += need;
   if (blocks_.empty() || used_ + need > blocks_.back().size) {
     size_t size = need > peak_ ? need : peak_;
-    size = (size + 4095) & ~size_t{4095};
+    size = whole_pages(size);
     blocks_.push_back({backend_.alloc(size), size});
     ++allocations_;
     used_ = 0;
@@ -37,7 +42,7 @@ void ScratchPool::reset() {
     // Several blocks were needed: replace them by one of the peak size.
     for (auto& b : blocks_) backend_.free(b.base);
     blocks_.clear();
-    size_t size = (peak_ + 4095) & ~size_t{4095};
+    size_t size = whole_pages(peak_);
     blocks_.push_back({backend_.alloc(size), size});
     ++allocations_;
   }
@@ -45,8 +50,7 @@ void ScratchPool::reset() {
     // A transient large operation does not keep its memory for good. Compared in
     // whole pages, as blocks are allocated: a window of 8-byte operations keeps
     // its one-page block (no allocation every window), an idle window returns it.
-    const size_t recent_pages = (recent_ + 4095) & ~size_t{4095};
-    if (blocks_.size() == 1 && recent_pages * 2 < blocks_.back().size) {
+    if (blocks_.size() == 1 && whole_pages(recent_) * 2 < blocks_.back().size) {
       backend_.free(blocks_.back().base);
       blocks_.clear();
       peak_ = recent_;

@@ -71,7 +71,7 @@ ShmSegment::Flag& ShmSegment::flag(int rank, int id) const {
 }
 
 char* ShmSegment::chunk_slot(int rank, int parity) const {
-  return base_ + header_bytes(n_) + static_cast<size_t>(n_) * 2 * slot_stride_ +
+  return slots_ + static_cast<size_t>(n_) * 2 * slot_stride_ +
          (static_cast<size_t>(rank) * 2 + static_cast<size_t>(parity)) * chunk_bytes_;
 }
 

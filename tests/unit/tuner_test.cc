@@ -234,18 +234,19 @@ TEST(Tuner, SegmentChunkByRankCount) {
 }
 
 // choose() keeps its last answer: asking the same question again, a different one,
-// or the same after set_levels() gives what a fresh tuner says, never a stale choice.
+// or the same after set_levels() gives what a new tuner (nothing kept) says for that
+// one question, never a stale choice.
 TEST(Tuner, RememberedChoiceNeverStale) {
   Tuner t("", 0, false);
-  Tuner fresh("", 0, false);
   const size_t sizes[] = {8, 8, 64 * KiB, 8, 1 * MiB, 1 * MiB, 8};
   for (size_t b : sizes)
     for (int n : {2, 8, 2})
       for (bool dev : {false, true, false}) {
-        const auto got = t.choose(Coll::AllReduce, b, n, dev), want = fresh.choose(Coll::AllReduce, b, n, dev);
+        const auto got = t.choose(Coll::AllReduce, b, n, dev);
+        const auto want = Tuner("", 0, false).choose(Coll::AllReduce, b, n, dev);
         EXPECT_EQ(got.algo, want.algo) << b << " " << n;
         EXPECT_EQ(got.chunk_bytes, want.chunk_bytes) << b << " " << n;
-        EXPECT_EQ(t.choose(Coll::Broadcast, b, n, dev).algo, fresh.choose(Coll::Broadcast, b, n, dev).algo);
+        EXPECT_EQ(t.choose(Coll::Broadcast, b, n, dev).algo, Tuner("", 0, false).choose(Coll::Broadcast, b, n, dev).algo);
       }
   EXPECT_EQ(pick(t, Coll::AllReduce, 8, 8), Algo::Rd);
   t.set_levels(true, true);  // the same question now has another answer
