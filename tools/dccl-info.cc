@@ -5,9 +5,13 @@
 //   dccl-info --env-md     the settings table as markdown (docs/env.md)
 //   dccl-info --topology   in a job (dccl-run -n N dccl-info --topology): rank 0 prints
 //                          hosts, ranks per host, every rank's rails and each pair's route
+//   dccl-info --dmabuf-check [--mem cuda|sim] [--json FILE]
+//                          every layer of the direct path this machine can test, one
+//                          line each: [pass], [FAIL] or [n/a], its name and a detail
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -20,6 +24,7 @@
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "dccl/dccl.h"
+#include "mem/dmabuf_probe.hpp"
 #include "mem/viability.hpp"
 #include "net/provider.hpp"
 #include "net/rails.hpp"
@@ -101,15 +106,21 @@ int print_env() {
 }
 
 const char kUsage[] =
-    "usage: dccl-info [--env | --env-md | --topology | --help]\n"
+    "usage: dccl-info [--env | --env-md | --topology | --dmabuf-check [--mem cuda|sim] [--json FILE] | --help]\n"
     "  (none)      version, libfabric providers, network rails, invalid settings, and\n"
     "              peer-direct viability layer by layer for sim and cuda memory\n"
     "  --env       every DCCL_* setting: type, default, the value set here (invalid ones flagged)\n"
     "  --env-md    the settings table as Markdown (docs/env.md)\n"
     "  --topology  inside a job (dccl-run, torchrun, mpirun, srun): rank 0 prints hosts,\n"
     "              ranks per host, rails per rank and the provider per peer pair\n"
+    "  --dmabuf-check  the direct path's dma-buf layers on this machine, each tested: export of\n"
+    "              an aligned and an unaligned range (fd, size), SYNC_MEMOPS, buffer-id\n"
+    "              invalidation, a trial registration of the fd on a domain opened for it\n"
+    "              (DCCL_PROVIDER, else shm then tcp); one line each: [pass], [FAIL] or [n/a].\n"
+    "              --mem: the memory (default cuda); --json FILE: also the layers as JSON\n"
     "  --help      this text\n"
-    "Exit status: 0; 1 when a setting is invalid or --topology fails; 2 for a bad option.\n";
+    "Exit status: 0; 1 when a setting is invalid, --topology fails or --dmabuf-check\n"
+    "cannot run (the reason on stderr); 2 for a bad option.\n";
 
 void print_providers() {
   fi_info* hints = fi_allocinfo();
@@ -190,9 +201,75 @@ int print_topology() {
   return rc;
 }
 
+std::string json_text(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) >= 0x20) out += c;
+  }
+  return out;
+}
+
+// --dmabuf-check [--mem cuda|sim] [--json FILE]: 0 when the probe ran (whatever the
+// layers say), 1 when it could not, 2 for a bad option.
+int dmabuf_check(int argc, char** argv) {
+  std::string mem = "cuda", json;
+  for (int a = 2; a < argc; ++a) {
+    const std::string arg = argv[a];
+    if ((arg == "--mem" || arg == "--json") && a + 1 < argc) {
+      (arg == "--mem" ? mem : json) = argv[++a];
+    } else {
+      fprintf(stderr, "dccl-info --dmabuf-check: bad option '%s'\n%s", arg.c_str(), kUsage);
+      return 2;
+    }
+  }
+  if (mem != "cuda" && mem != "sim") {
+    fprintf(stderr, "dccl-info --dmabuf-check: --mem must be cuda or sim, not '%s'\n", mem.c_str());
+    return 2;
+  }
+  std::vector<std::string> providers;
+  const std::string& configured = dccl::core::config().provider;
+  if (configured.empty() || configured == "auto") providers = {"shm", "tcp"};
+  else providers = {configured};
+  std::vector<dccl::mem::ProbeLayer> layers;
+  std::string why;
+  if (!dccl::mem::probe_dmabuf(mem, providers, &layers, &why)) {
+    fprintf(stderr, "dccl-info --dmabuf-check: cannot probe %s memory: %s\n", mem.c_str(), why.c_str());
+    return 1;
+  }
+  printf("dma-buf layers of the direct path for %s memory:\n", mem.c_str());
+  for (const auto& l : layers)
+    printf("[%s] %s: %s\n", dccl::mem::verdict_text(l.verdict), l.name.c_str(), l.detail.c_str());
+  if (json.empty()) return 0;
+  FILE* f = fopen(json.c_str(), "w");
+  if (!f) {
+    fprintf(stderr, "dccl-info --dmabuf-check: cannot write %s: %s\n", json.c_str(), strerror(errno));
+    return 1;
+  }
+  fprintf(f, "{\"mem\": \"%s\", \"layers\": [", mem.c_str());
+  for (size_t i = 0; i < layers.size(); ++i)
+    fprintf(f, "%s\n  {\"name\": \"%s\", \"verdict\": \"%s\", \"detail\": \"%s\"}", i ? "," : "",
+            json_text(layers[i].name).c_str(), dccl::mem::verdict_text(layers[i].verdict),
+            json_text(layers[i].detail).c_str());
+  fprintf(f, "\n]}\n");
+  if (fclose(f) != 0) {
+    fprintf(stderr, "dccl-info --dmabuf-check: cannot write %s\n", json.c_str());
+    return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && !strcmp(argv[1], "--dmabuf-check")) {
+    try {
+      return dmabuf_check(argc, argv);
+    } catch (const std::exception& e) {
+      fprintf(stderr, "dccl-info --dmabuf-check: %s\n", e.what());
+      return 1;
+    }
+  }
   if (argc > 1 && !strcmp(argv[1], "--env-md")) {
     print_env_md();
     return 0;

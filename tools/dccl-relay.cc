@@ -1,11 +1,14 @@
 // dccl-relay: what relaying through host memory costs on one memory backend —
-// device->host and host->device copy bandwidth and per-copy latency by size, with
-// the host side pinned by the backend when it can (Backend::pin_host).
+// device->host and host->device copy bandwidth and per-copy latency by size, and
+// both directions at once (a staged rank's copy-out beside its copy-in), with the
+// host side pinned by the backend when it can (Backend::pin_host); when the system
+// refuses page-locking the tool says so and measures pageable memory.
 //   dccl-relay [--mem sim|cuda] [-b 4K] [-e 256M] [-f 4] [-n 20] [-w 3] [--json FILE]
-// Each size: the median of n copies, each copy_async + wait. Every size's copies
-// are checked (a position-dependent pattern, host -> device -> host); a wrong copy
-// fails the tool. Exit: 0 ok, 1 wrong copy or failed call, 2 usage or backend
-// unavailable (with the reason).
+// Each size: the median of n copies. A backend with a device clock (CUDA: events)
+// times the copies on the device (Backend::time_copies_us); otherwise each copy is
+// copy_async + wait on the host clock. Every size's copies are checked (a
+// position-dependent pattern, host -> device -> host); a wrong copy fails the tool.
+// Exit: 0 ok, 1 wrong copy or failed call, 2 usage or backend unavailable (with the reason).
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -34,6 +37,7 @@ struct Options {
 struct Row {
   size_t size;
   double d2h_us, h2d_us;
+  double bidir_us;  // a device->host and a host->device copy of `size` each, at once
 };
 
 void usage(FILE* f) {
@@ -117,19 +121,31 @@ void fill(void* p, size_t bytes) {
   for (size_t i = 0; i < bytes / 8; ++i) w[i] = pattern(i);
 }
 
-// Median time of n copies (after warmup ones), in microseconds.
-double time_copy(mem::Backend& be, void* dst, const void* src, size_t bytes, const Options& o) {
-  for (int i = 0; i < o.warmup; ++i) be.wait(be.copy_async(dst, src, bytes), kWaitMs);
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+// One timing of copies issued together: on the device clock where the backend has
+// one, else copy_async each and wait for all on the host clock. *device says which.
+double time_once(mem::Backend& be, const std::vector<mem::Backend::Copy>& copies, bool* device) {
+  const double us = be.time_copies_us(copies.data(), static_cast<int>(copies.size()), kWaitMs);
+  *device = us >= 0;
+  if (*device) return us;
+  const auto t0 = std::chrono::steady_clock::now();
+  mem::Ticket last = 0;
+  for (const auto& c : copies) last = be.copy_async(c.dst, c.src, c.bytes);
+  be.wait(last, kWaitMs);  // and everything before it
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Median time of n timings (after warmup ones), in microseconds.
+double time_copies(mem::Backend& be, const std::vector<mem::Backend::Copy>& copies, const Options& o, bool* device) {
+  for (int i = 0; i < o.warmup; ++i) time_once(be, copies, device);
   std::vector<double> us;
-  for (int i = 0; i < o.iters; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    be.wait(be.copy_async(dst, src, bytes), kWaitMs);
-    const auto t1 = std::chrono::steady_clock::now();
-    us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
-  }
-  std::sort(us.begin(), us.end());
-  const size_t m = us.size() / 2;
-  return us.size() % 2 ? us[m] : (us[m - 1] + us[m]) / 2;
+  for (int i = 0; i < o.iters; ++i) us.push_back(time_once(be, copies, device));
+  return median(us);
 }
 
 // "" when host == the pattern over [0, bytes), else where and how it differs.
@@ -146,16 +162,37 @@ std::string check(const void* host, const void* want, size_t bytes) {
 
 double gbps(size_t bytes, double us) { return us > 0 ? static_cast<double>(bytes) / us / 1e3 : 0; }
 
-bool write_json(const std::string& path, const Options& o, const char* backend, bool pinned,
-                const std::vector<Row>& rows) {
+std::string json_text(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) >= 0x20) out += c;
+  }
+  return out;
+}
+
+struct Run {
+  const char* backend;
+  bool pinned;
+  std::string pin_refusal;  // why the host side is pageable ("" when pinned or nothing to pin)
+  bool device_timed;
+};
+
+bool write_json(const std::string& path, const Options& o, const Run& run, const std::vector<Row>& rows) {
   FILE* f = std::fopen(path.c_str(), "w");
   if (!f) return false;
-  std::fprintf(f, "{\"mem\": \"%s\", \"backend\": \"%s\", \"pinned\": %s, \"iters\": %d, \"rows\": [",
-               o.mem.c_str(), backend, pinned ? "true" : "false", o.iters);
+  std::fprintf(f,
+               "{\"mem\": \"%s\", \"backend\": \"%s\", \"pinned\": %s, \"iters\": %d, \"timing\": \"%s\", "
+               "\"pin_refusal\": \"%s\", \"rows\": [",
+               o.mem.c_str(), run.backend, run.pinned ? "true" : "false", o.iters,
+               run.device_timed ? "device events" : "host clock", json_text(run.pin_refusal).c_str());
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
-    std::fprintf(f, "%s\n  {\"size\": %zu, \"d2h_gbps\": %.4f, \"d2h_us\": %.3f, \"h2d_gbps\": %.4f, \"h2d_us\": %.3f}",
-                 i ? "," : "", r.size, gbps(r.size, r.d2h_us), r.d2h_us, gbps(r.size, r.h2d_us), r.h2d_us);
+    std::fprintf(f,
+                 "%s\n  {\"size\": %zu, \"d2h_gbps\": %.4f, \"d2h_us\": %.3f, \"h2d_gbps\": %.4f, \"h2d_us\": %.3f, "
+                 "\"bidir_gbps\": %.4f, \"bidir_us\": %.3f}",
+                 i ? "," : "", r.size, gbps(r.size, r.d2h_us), r.d2h_us, gbps(r.size, r.h2d_us), r.h2d_us,
+                 gbps(2 * r.size, r.bidir_us), r.bidir_us);
   }
   std::fprintf(f, "\n]}\n");
   return std::fclose(f) == 0;
@@ -177,44 +214,60 @@ int run(const Options& o) {
   }
   fill(src, host_bytes);
   void* dev = be->alloc(o.max_bytes);
+  void* dev2 = be->alloc(o.max_bytes);  // the host->device half of the bidirectional copies
+  // pin_host never throws: refused, the host side stays pageable and that is measured.
   const bool pin_src = be->pin_host(src, host_bytes);
   const bool pin_dst = be->pin_host(dst, host_bytes);
   const bool pinned = pin_src && pin_dst;
+  Run run{be->name(), pinned, be->pin_refusal(), false};
 
-  std::printf("# dccl-relay: %s backend, host side %s, median of %d copies after %d warmup\n",
-              be->name(), pinned ? "pinned" : pin_src || pin_dst ? "partly pinned" : "pageable",
-              o.iters, o.warmup);
-  std::printf("%12s  %9s  %10s  %9s  %10s  %6s\n", "size", "D2H GB/s", "D2H us", "H2D GB/s", "H2D us", "pinned");
+  std::printf("# dccl-relay: %s backend, host side %s, median of %d copies after %d warmup\n", be->name(),
+              pinned ? "pinned" : pin_src || pin_dst ? "partly pinned" : "pageable", o.iters, o.warmup);
+  if (!run.pin_refusal.empty())
+    std::printf("# page-locking refused (%s): measuring pageable host memory\n", run.pin_refusal.c_str());
+  std::printf("%12s  %9s  %10s  %9s  %10s  %10s  %6s\n", "size", "D2H GB/s", "D2H us", "H2D GB/s", "H2D us",
+              "both GB/s", "pinned");
   std::vector<Row> rows;
   int rc = 0;
   for (size_t size = o.min_bytes; size <= o.max_bytes;) {
     // Poison both ends so that a copy that does nothing is caught too.
     be->wait(be->memset_async(dev, 0x5A, size), kWaitMs);
     std::memset(dst, 0xC3, size);
-    Row r{size, 0, 0};
-    r.h2d_us = time_copy(*be, dev, src, size, o);
-    r.d2h_us = time_copy(*be, dst, dev, size, o);
-    const std::string bad = check(dst, src, size);
+    Row r{size, 0, 0, 0};
+    bool timed = false;
+    r.h2d_us = time_copies(*be, {{dev, src, size}}, o, &timed);
+    r.d2h_us = time_copies(*be, {{dst, dev, size}}, o, &timed);
+    std::string bad = check(dst, src, size);
+    if (bad.empty()) {
+      // Both directions at once: dev -> dst beside src -> dev2, then dev2 checked too.
+      r.bidir_us = time_copies(*be, {{dst, dev, size}, {dev2, src, size}}, o, &timed);
+      std::memset(dst, 0xC3, size);
+      be->wait(be->copy_async(dst, dev2, size), kWaitMs);
+      bad = check(dst, src, size);
+    }
+    run.device_timed = timed;
     if (!bad.empty()) {
       std::fprintf(stderr, "dccl-relay: wrong copy at %zu bytes (host -> %s -> host): %s\n", size, o.mem.c_str(),
                    bad.c_str());
       rc = 1;
       break;
     }
-    std::printf("%12zu  %9.2f  %10.2f  %9.2f  %10.2f  %6s\n", size, gbps(size, r.d2h_us), r.d2h_us,
-                gbps(size, r.h2d_us), r.h2d_us, pinned ? "yes" : "no");
+    std::printf("%12zu  %9.2f  %10.2f  %9.2f  %10.2f  %10.2f  %6s\n", size, gbps(size, r.d2h_us), r.d2h_us,
+                gbps(size, r.h2d_us), r.h2d_us, gbps(2 * size, r.bidir_us), pinned ? "yes" : "no");
     std::fflush(stdout);
     rows.push_back(r);
     if (size > o.max_bytes / o.factor) break;
     size *= o.factor;
   }
-  if (rc == 0 && !o.json.empty() && !write_json(o.json, o, be->name(), pinned, rows)) {
+  if (rc == 0) std::printf("# timed with %s\n", run.device_timed ? "device events" : "the host clock (copy + wait)");
+  if (rc == 0 && !o.json.empty() && !write_json(o.json, o, run, rows)) {
     std::fprintf(stderr, "dccl-relay: cannot write %s\n", o.json.c_str());
     rc = 1;
   }
   if (pin_src) be->unpin_host(src);
   if (pin_dst) be->unpin_host(dst);
   be->free(dev);
+  be->free(dev2);
   std::free(src);
   std::free(dst);
   return rc;

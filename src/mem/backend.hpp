@@ -35,8 +35,11 @@ class Backend {
   // Base and size of the allocation containing p (for registration keys).
   virtual bool range_of(const void* p, void** base, size_t* size) const = 0;
 
-  // Asynchronous on the backend's engine, in submission order. dst/src may each
-  // be host memory or this backend's memory.
+  // Asynchronous on the backend's engine, in submission order, with one exception:
+  // CUDA runs device->host and host->device copies on a copy stream per direction,
+  // so that they overlap each other (each still starts after all work submitted
+  // before it other than copies of the other direction, and all work submitted
+  // after it waits for it). dst/src may each be host memory or this backend's memory.
   virtual Ticket copy_async(void* dst, const void* src, size_t bytes) = 0;
   // dst = a op b elementwise (dcclAvg: sum). Every pointer is this backend's memory.
   virtual Ticket reduce_async(void* dst, const void* a, const void* b, size_t count,
@@ -53,9 +56,36 @@ class Backend {
 
   // Host memory this backend's copies reach fastest (CUDA: page-locked, so that
   // device<->host copies into it are asynchronous and overlap). Returns true when
-  // [p, p+bytes) is now pinned; unpin_host(p) undoes it. Default: nothing to do.
+  // [p, p+bytes) is now pinned; unpin_host(p) undoes it. Never throws: when the
+  // system refuses (CUDA: cudaHostRegister fails, as under gVisor), the backend says
+  // so once in the log, returns false from then on without trying again, and
+  // pin_refusal() gives the reason. Default: nothing to do.
   virtual bool pin_host(void* /*p*/, size_t /*bytes*/) { return false; }
   virtual void unpin_host(void* /*p*/) {}
+  // Why pin_host no longer pins ("" while it does, or has nothing to do).
+  virtual std::string pin_refusal() const { return {}; }
+
+  // Device-timed copies, issued together (the backend may run them at once): the
+  // device time from the first one's start to the last one's end, in microseconds,
+  // once all are done; -1 when the backend has no device clock (the caller then
+  // times copy_async + wait on the host). Throws core::Error(dcclTimeout) after timeout_ms.
+  struct Copy {
+    void* dst;
+    const void* src;
+    size_t bytes;
+  };
+  virtual double time_copies_us(const Copy* /*copies*/, int /*n*/, int64_t /*timeout_ms*/) { return -1; }
+
+  // The NIC wrote into this backend's memory (a direct receive completed): make the
+  // writes visible to the device's later work before it reduces them (CUDA:
+  // cudaDeviceFlushGPUDirectRDMAWrites). Default: nothing to do.
+  virtual void flush_remote_writes() {}
+  // Why the direct path must not register the allocation holding p (CUDA: its
+  // start or end is not on a page boundary, so its dma-buf's whole pages would
+  // expose a neighbour's memory), or "" when it may. Such buffers are staged.
+  virtual std::string direct_unfit(const void* /*p*/) const { return {}; }
+  // SYNC_MEMOPS on p's allocation: 1 set, 0 not set, -1 the backend has no such setting.
+  virtual int sync_memops(const void* /*p*/) const { return -1; }
   // Names the allocation containing p so that a free and a new allocation at the
   // same address differ (CUDA: CU_POINTER_ATTRIBUTE_BUFFER_ID); 0 where the
   // backend's free hooks already invalidate everything.

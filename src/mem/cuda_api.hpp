@@ -43,6 +43,8 @@ class Api {
   // CU_POINTER_ATTRIBUTE_SYNC_MEMOPS on p's allocation: synchronous copies to it
   // are complete when they return, so a NIC reading it sees the data.
   virtual void set_sync_memops(const void* p) = 0;
+  // Whether SYNC_MEMOPS is set on p's allocation (for the dma-buf probe).
+  virtual bool sync_memops_set(const void* p) const = 0;
   // A dma-buf fd for the page-aligned [start, start+len) (cuMemGetHandleForAddressRange).
   virtual int export_dmabuf(uintptr_t start, size_t len) = 0;
   // Page-locks host memory (cudaHostRegister) so device copies to it are asynchronous.
@@ -56,9 +58,20 @@ class Api {
   virtual void reduce_async(void* dst, const void* a, const void* b, size_t count, dcclDataType_t dt,
                             dcclRedOp_t op, Stream s) = 0;
   virtual void avg_async(void* buf, size_t count, dcclDataType_t dt, int nranks, Stream s) = 0;
-  virtual Event event_create() = 0;
+  virtual Event event_create() = 0;  // without timing: the cheapest to record and query
   virtual void event_record(Event e, Stream s) = 0;
   virtual bool event_done(Event e) = 0;  // throws on a device error
+  // Work queued on s after this call starts only once e's recorded work is done
+  // (cudaStreamWaitEvent): orders streams without the host waiting.
+  virtual void stream_wait_event(Stream s, Event e) = 0;
+  // Events that time the device's work between two records (cudaEventElapsedTime).
+  virtual Event timing_event_create() = 0;
+  virtual void event_destroy(Event e) = 0;
+  // Milliseconds between two completed timing events' records.
+  virtual float event_elapsed_ms(Event start, Event stop) = 0;
+  // Makes the NIC's writes into the current device's memory visible to its later
+  // work (cudaDeviceFlushGPUDirectRDMAWrites). False when the device cannot.
+  virtual bool flush_rdma_writes() = 0;
 };
 
 // The CUDA runtime behind the Api; nullptr (and why) when the library was built

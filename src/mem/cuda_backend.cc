@@ -1,7 +1,8 @@
 // The CUDA backend's logic over cuda::Api (cuda_api.hpp): allocations rounded to
-// whole pages, one private stream with tickets as events, dma-buf export of ranges
+// whole pages, streams and tickets (cuda_engine.hpp), dma-buf export of ranges
 // that stay inside one allocation, registration keys by buffer id, pinned bounce
-// memory, and refusal of memory on a GPU this process does not drive.
+// memory (or pageable, once refused), and refusal of memory on a GPU this process
+// does not drive.
 // It includes no CUDA header: tests run it over a fake Api on any machine.
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 #include "core/log.hpp"
 #include "core/types.hpp"
 #include "mem/cuda_api.hpp"
+#include "mem/cuda_engine.hpp"
 
 namespace dccl::mem::cuda {
 namespace {
@@ -31,34 +33,9 @@ std::string ptr_text(const void* p) {
   return buf;
 }
 
-// Makes the backend's device current for the scope, restoring the caller's.
-class DeviceGuard {
- public:
-  DeviceGuard(Api& api, int dev) : api_(api), prev_(api.current_device()) {
-    if (prev_ != dev) {
-      api_.set_device(dev);
-      restore_ = prev_ >= 0;
-    }
-  }
-  ~DeviceGuard() {
-    if (!restore_) return;
-    try {
-      api_.set_device(prev_);
-    } catch (...) {  // the caller's device could not be restored: nothing better to do here
-    }
-  }
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-
- private:
-  Api& api_;
-  int prev_;
-  bool restore_ = false;
-};
-
 class CudaBackend final : public Backend {
  public:
-  CudaBackend(Api& api, int dev, std::string how) : api_(api), dev_(dev), how_(std::move(how)) {
+  CudaBackend(Api& api, int dev, std::string how) : api_(api), dev_(dev), how_(std::move(how)), engine_(api, dev) {
     // Nothing here creates a context: a process that only asks backend_of() about
     // host or sim pointers must not pay for one. The stream comes at first use.
     dmabuf_reason_ = api_.dmabuf_unsupported(dev_);
@@ -102,11 +79,8 @@ class CudaBackend final : public Backend {
       a = it->second;
       live_.erase(it);
     }
+    engine_.sync_all();
     DeviceGuard g(api_, dev_);
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      if (stream_) api_.stream_sync(stream_);
-    }
     notify_free(Kind::Cuda, p, a.size);
     close_exports(buffer_id(p));
     api_.free(a.raw);
@@ -154,9 +128,23 @@ class CudaBackend final : public Backend {
 
   bool pin_host(void* p, size_t bytes) override {
     if (!p || !bytes) return false;
-    DeviceGuard g(api_, dev_);
-    api_.host_register(p, bytes);
+    std::lock_guard<std::mutex> lk(pin_mu_);
+    if (!pin_refused_.empty()) return false;
+    try {
+      DeviceGuard g(api_, dev_);
+      api_.host_register(p, bytes);
+    } catch (const std::exception& e) {
+      pin_refused_ = e.what();
+      DCCL_WARN("cuda: page-locking host memory was refused (%s); device<->host copies use pageable memory "
+                "from now on (synchronous, slower), and page-locking is not tried again", e.what());
+      return false;
+    }
     return true;
+  }
+
+  std::string pin_refusal() const override {
+    std::lock_guard<std::mutex> lk(pin_mu_);
+    return pin_refused_;
   }
 
   void unpin_host(void* p) override {
@@ -166,75 +154,62 @@ class CudaBackend final : public Backend {
   }
 
   Ticket copy_async(void* dst, const void* src, size_t bytes) override {
-    std::lock_guard<std::mutex> lk(mu_);
-    DeviceGuard g(api_, dev_);
-    if (bytes) api_.copy_async(dst, src, bytes, stream());
-    return record("copy", bytes);
+    return engine_.issue(lane(dst, src), "copy", bytes, [&](Api::Stream s) {
+      if (bytes) api_.copy_async(dst, src, bytes, s);
+    });
   }
 
   Ticket reduce_async(void* dst, const void* a, const void* b, size_t count, dcclDataType_t dt,
                       dcclRedOp_t op) override {
     if (!core::dtype_valid(dt) || !core::op_valid(op))
       core::raise(dcclInvalidArgument, "cuda: reduce_async: invalid datatype or op");
-    std::lock_guard<std::mutex> lk(mu_);
-    DeviceGuard g(api_, dev_);
-    api_.reduce_async(dst, a, b, count, dt, op, stream());
-    return record("reduce", count);
+    return engine_.issue(Lane::Main, "reduce", count,
+                         [&](Api::Stream s) { api_.reduce_async(dst, a, b, count, dt, op, s); });
   }
 
   Ticket avg_async(void* buf, size_t count, dcclDataType_t dt, int nranks) override {
     if (!core::dtype_valid(dt) || nranks < 1)
       core::raise(dcclInvalidArgument, "cuda: avg_async: invalid datatype or nranks");
-    std::lock_guard<std::mutex> lk(mu_);
-    DeviceGuard g(api_, dev_);
-    api_.avg_async(buf, count, dt, nranks, stream());
-    return record("avg", count);
+    return engine_.issue(Lane::Main, "avg", count, [&](Api::Stream s) { api_.avg_async(buf, count, dt, nranks, s); });
   }
 
   Ticket memset_async(void* dst, int value, size_t bytes) override {
-    std::lock_guard<std::mutex> lk(mu_);
+    return engine_.issue(Lane::Main, "memset", bytes, [&](Api::Stream s) {
+      if (bytes) api_.memset_async(dst, value, bytes, s);
+    });
+  }
+
+  void wait(Ticket t, int64_t timeout_ms) override { engine_.wait(t, timeout_ms); }
+  bool done(Ticket t) override { return engine_.done(t); }
+
+  double time_copies_us(const Copy* copies, int n, int64_t timeout_ms) override {
+    std::vector<Lane> lanes;
+    for (int i = 0; i < n; ++i) lanes.push_back(lane(copies[i].dst, copies[i].src));
+    return engine_.time_copies_us(copies, lanes.data(), n, timeout_ms);
+  }
+
+  void flush_remote_writes() override {
     DeviceGuard g(api_, dev_);
-    if (bytes) api_.memset_async(dst, value, bytes, stream());
-    return record("memset", bytes);
+    if (!api_.flush_rdma_writes() && !flush_warned_.exchange(true))
+      DCCL_INFO("cuda: device %d cannot flush GPUDirect RDMA writes (cudaDeviceFlushGPUDirectRDMAWrites); "
+                "received data is reduced relying on the device's own write ordering", dev_);
   }
 
-  void wait(Ticket t, int64_t timeout_ms) override {
-    auto start = std::chrono::steady_clock::now();
-    for (int spins = 0;; ++spins) {
-      if (done(t)) return;
-      auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        std::chrono::steady_clock::now() - start).count();
-      if (timeout_ms >= 0 && waited >= timeout_ms) {
-        std::lock_guard<std::mutex> lk(mu_);
-        std::string what = "cuda: ticket " + std::to_string(t);
-        for (const Pending& p : pending_)
-          if (p.t == t) what += " (" + std::string(p.what) + " of " + std::to_string(p.n) + ")";
-        core::raise(dcclTimeout, what + " not done after " + std::to_string(timeout_ms) + " ms; " +
-                                     std::to_string(pending_.size()) + " pending on device " + std::to_string(dev_));
-      }
-      if (spins < 64) std::this_thread::yield();
-      else std::this_thread::sleep_for(std::chrono::microseconds(spins < 1024 ? 10 : 100));
-    }
+  std::string direct_unfit(const void* p) const override {
+    void* base = nullptr;
+    size_t size = 0;
+    if (!range_of(p, &base, &size)) return {};
+    const uintptr_t b = reinterpret_cast<uintptr_t>(base);
+    if (b % page_ == 0 && (b + size) % page_ == 0) return {};
+    return "buffer " + ptr_text(p) + " lies in a device allocation [" + ptr_text(base) + ", +" + std::to_string(size) +
+           ") that does not start and end on page boundaries, so its dma-buf (whole pages) would expose a "
+           "neighbour's memory; allocate with dcclMemAlloc for peer-direct";
   }
 
-  bool done(Ticket t) override {
-    if (completed_.load(std::memory_order_acquire) >= t) return true;
-    std::lock_guard<std::mutex> lk(mu_);
-    if (t >= next_) core::raise(dcclInvalidArgument, "cuda: ticket " + std::to_string(t) + " was never issued");
-    while (!pending_.empty()) {
-      const Pending& front = pending_.front();
-      bool finished = false;
-      try {
-        finished = api_.event_done(front.ev);
-      } catch (const core::Error& e) {
-        core::raise(e.code(), std::string(e.what()) + " (ticket " + std::to_string(front.t) + ": " + front.what + ")");
-      }
-      if (!finished) break;
-      completed_.store(front.t, std::memory_order_release);
-      pool_.push_back(front.ev);
-      pending_.pop_front();
-    }
-    return completed_.load(std::memory_order_acquire) >= t;
+  int sync_memops(const void* p) const override {
+    PointerInfo info;
+    if (!api_.pointer_info(p, &info)) return -1;
+    return api_.sync_memops_set(p) ? 1 : 0;
   }
 
   DmaBuf export_dmabuf(const void* p, size_t len) override {
@@ -286,42 +261,17 @@ class CudaBackend final : public Backend {
     void* raw = nullptr;  // what the runtime returned (freed with it)
     size_t size = 0;      // whole pages from the aligned base
   };
-  struct Pending {
-    Ticket t;
-    Api::Event ev;
-    const char* what;
-    size_t n;
-  };
   using ExportKey = std::tuple<uint64_t, uintptr_t, uintptr_t>;  // buffer id, start, end
   static constexpr size_t kMaxExports = 1024;
 
   uintptr_t round_up(uintptr_t v) const { return (v + page_ - 1) & ~(page_ - 1); }
 
-  // mu_ held: the private stream, created at first use on the backend's device.
-  Api::Stream stream() {
-    if (!stream_) stream_ = api_.stream_create();
-    return stream_;
+  // Device->host and host->device copies each on their copy stream; the rest on the main one.
+  Lane lane(const void* dst, const void* src) const {
+    const bool dd = is_device(dst), sd = is_device(src);
+    return dd == sd ? Lane::Main : dd ? Lane::In : Lane::Out;
   }
-
-  // mu_ held.
-  Ticket record(const char* what, size_t n) {
-    Api::Event ev;
-    if (!pool_.empty()) {
-      ev = pool_.back();
-      pool_.pop_back();
-    } else {
-      ev = api_.event_create();
-    }
-    try {
-      api_.event_record(ev, stream());
-    } catch (...) {
-      pool_.push_back(ev);
-      throw;
-    }
-    Ticket t = next_++;
-    pending_.push_back(Pending{t, ev, what, n});
-    return t;
-  }
+  bool is_device(const void* p) const { return range_of(p, nullptr, nullptr); }
 
   void close_exports(uint64_t id) {
     std::lock_guard<std::mutex> lk(export_mu_);
@@ -335,16 +285,15 @@ class CudaBackend final : public Backend {
   Api& api_;
   const int dev_;
   const std::string how_;
-  Api::Stream stream_ = nullptr;
+  Engine engine_;
   std::string dmabuf_reason_;  // empty when dma-buf export is possible
   uintptr_t page_ = 4096;
 
-  mutable std::mutex mu_;  // live_, stream_, tickets
+  mutable std::mutex mu_;  // live_
   std::map<uintptr_t, Live> live_;
-  Ticket next_ = 1;
-  std::atomic<Ticket> completed_{0};
-  std::deque<Pending> pending_;
-  std::vector<Api::Event> pool_;
+  mutable std::mutex pin_mu_;
+  std::string pin_refused_;  // why page-locking was refused; "" while it works
+  std::atomic<bool> flush_warned_{false};
 
   std::mutex export_mu_;  // exports_, order_, synced_
   std::map<ExportKey, int> exports_;

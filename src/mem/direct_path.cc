@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -29,6 +30,13 @@ struct Mapping {
 };
 
 char g_zero[8];
+
+// A transfer's hold on its registration, and for a receive into device memory the
+// backend that must make the NIC's writes visible before the data is used.
+struct InFlight {
+  RegCache::Ref ref;
+  Backend* flush = nullptr;
+};
 
 }  // namespace
 
@@ -96,9 +104,9 @@ void DirectPath::forget(const void* p) {
 
 void* DirectPath::reach(const void* p, size_t bytes, Xfer& x, net::MemRegion** mr) {
   // The reference keeps the mapping alive until the transfer completes.
-  auto* ref = new RegCache::Ref(acquire(p, bytes));
-  x.path_state = ref;
-  auto* m = static_cast<Mapping*>(ref->handle().get());
+  auto* st = new InFlight{acquire(p, bytes), nullptr};
+  x.path_state = st;
+  auto* m = static_cast<Mapping*>(st->ref.handle().get());
   *mr = m->mr;
   return static_cast<char*>(m->addr) + (static_cast<const char*>(p) - m->dev_base);
 }
@@ -114,17 +122,25 @@ void DirectPath::post_send(int peer, const void* p, size_t bytes, uint64_t tag, 
 void DirectPath::post_recv(int peer, void* p, size_t bytes, uint64_t tag, Xfer& x) {
   x.path_state = nullptr;
   net::MemRegion* mr = nullptr;
-  void* at = bytes ? reach(p, bytes, x, &mr) : g_zero;
+  void* at = g_zero;
+  if (bytes) {
+    at = reach(p, bytes, x, &mr);
+    Backend& be = backend_of(p);
+    if (be.kind() == Kind::Cuda) static_cast<InFlight*>(x.path_state)->flush = &be;
+  }
   net_.irecv(peer, at, bytes, tag, &x.req, mr);
   ctr_.recv_direct->fetch_add(bytes, std::memory_order_relaxed);
 }
 
 bool DirectPath::progress(Xfer& x) {
   if (!x.req.done.load(std::memory_order_acquire)) return false;
-  delete static_cast<RegCache::Ref*>(x.path_state);
+  std::unique_ptr<InFlight> st(static_cast<InFlight*>(x.path_state));
   x.path_state = nullptr;
   if (x.req.failed)
     throw core::Error(dcclRemoteError, core::describe(rank_, "peer-direct transfer", x.req.error));
+  // The NIC wrote into device memory: flush before anything on the device reads it
+  // (the caller reduces or copies it next).
+  if (st && st->flush) st->flush->flush_remote_writes();
   return true;
 }
 

@@ -30,7 +30,7 @@ PathSel PathChooser::select(const void* a, const void* b, const std::function<st
     if (p) check_usable(*be, p, opname);
 
   std::lock_guard<std::mutex> lk(mu_);
-  sel.direct = direct_for(*be, opname);
+  sel.direct = direct_for(*be, opname) && fits_direct(*be, a, b);
   if (sel.direct) {
     sel.path = direct_.get();
   } else {
@@ -44,6 +44,21 @@ PathSel PathChooser::select(const void* a, const void* b, const std::function<st
 void PathChooser::check_usable(Backend& be, const void* p, const std::function<std::string()>& opname) const {
   const std::string why = be.unusable_reason(p);
   if (!why.empty()) core::raise(dcclInvalidArgument, core::describe(opts_.rank, opname(), why));
+}
+
+bool PathChooser::fits_direct(Backend& be, const void* a, const void* b) {
+  for (const void* p : {a, b}) {
+    if (!p) continue;
+    const std::string why = be.direct_unfit(p);
+    if (why.empty()) continue;
+    if (!unfit_logged_) {
+      DCCL_INFO("rank %d: data path: %s memory: %s; such buffers are staged (logged once)", opts_.rank, be.name(),
+                why.c_str());
+      unfit_logged_ = true;
+    }
+    return false;
+  }
+  return true;
 }
 
 bool PathChooser::direct_for(Backend& be, const std::function<std::string()>& opname) {
@@ -100,7 +115,7 @@ void* PathChooser::register_user(const void* p, size_t bytes) {
   const auto opname = [] { return std::string("dcclCommRegister"); };
   if (be.kind() != Kind::Host) check_usable(be, p, opname);
   std::lock_guard<std::mutex> lk(mu_);
-  if (be.kind() != Kind::Host && direct_for(be, opname)) {
+  if (be.kind() != Kind::Host && direct_for(be, opname) && fits_direct(be, p, nullptr)) {
     reg->ref = direct_->acquire(p, bytes);
     reg->direct = true;
   }

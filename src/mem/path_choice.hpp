@@ -1,7 +1,10 @@
 // Chooses, per operation, how the transport reaches its buffers: host memory as
 // is; device memory direct (peer-direct) or staged, by DCCL_PEER_DIRECT and the
-// viability layers. The decision is made once per memory kind per communicator
-// and logged at INFO with its reason (see log_plan()).
+// viability layers (the last one a trial registration on the communicator's own
+// endpoints). The decision is made once per memory kind per communicator and
+// logged at INFO with its reason (see log_plan()). A buffer whose allocation the
+// direct path must not register (Backend::direct_unfit: CUDA memory not on whole
+// pages) is staged for that operation even where the kind goes direct.
 #pragma once
 #include <memory>
 #include <mutex>
@@ -65,6 +68,9 @@ class PathChooser {
   // Whether `be`'s memory takes the direct path (mu_ held), making the direct path
   // on first use; throws, naming opname(), when peer-direct is required but not viable.
   bool direct_for(Backend& be, const std::function<std::string()>& opname);
+  // False (logged once) when a or b lies in an allocation the direct path must not
+  // register (Backend::direct_unfit): the operation is staged instead (mu_ held).
+  bool fits_direct(Backend& be, const void* a, const void* b);
   // Throws dcclInvalidArgument, naming opname(), when p is device memory the data
   // path cannot use (the backend says why).
   void check_usable(Backend& be, const void* p, const std::function<std::string()>& opname) const;
@@ -81,6 +87,7 @@ class PathChooser {
   };
   // After direct_: released before the registrations' cache goes.
   std::unordered_map<void*, std::unique_ptr<UserReg>> user_;
+  bool unfit_logged_ = false;
   mutable std::mutex mu_;
 };
 

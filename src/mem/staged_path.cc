@@ -45,14 +45,15 @@ StagedPath::Pool& StagedPath::pool(int peer, bool send) {
 
 // Page-locks a pool for the device backend that copies into it, so its device
 // copies run asynchronously and overlap the transfers (a pageable destination
-// makes a CUDA device-to-host copy synchronous). Not pinned: slower, still correct.
+// makes a CUDA device-to-host copy synchronous). Tried once per pool: when the
+// system refuses, the backend logs it once and the slots stay pageable (slower,
+// still correct).
 void StagedPath::pin(Pool& p, Backend& be) {
+  p.pin_tried = true;
   try {
     if (be.pin_host(p.base, slot_bytes_ * static_cast<size_t>(slots_))) p.pinned = &be;
-  } catch (const std::exception& e) {
-    if (!pin_warned_) DCCL_WARN("rank %d: staging: bounce slots not pinned for %s memory (%s); device copies "
-                                "will not overlap the transfers", rank_, be.name(), e.what());
-    pin_warned_ = true;
+  } catch (const std::exception& e) {  // pin_host does not throw; a backend that does is not retried either
+    DCCL_WARN("rank %d: staging: bounce slots not pinned for %s memory (%s)", rank_, be.name(), e.what());
   }
 }
 
@@ -66,7 +67,7 @@ void StagedPath::post(bool send, int peer, char* p, size_t bytes, uint64_t tag, 
   op->nparts = bytes == 0 ? 1 : (bytes + slot_bytes_ - 1) / slot_bytes_;
   op->be = bytes ? &backend_of(p) : &host_backend();
   op->pool = &pool(peer, send);
-  if (op->be->kind() != Kind::Host && !op->pool->pinned) pin(*op->pool, *op->be);
+  if (op->be->kind() != Kind::Host && !op->pool->pin_tried) pin(*op->pool, *op->be);
   op->pool->waiting.push_back(op);
   active_.push_back(op);
   x.path_state = op;

@@ -5,7 +5,9 @@
 // every message, so a staged sender and a direct receiver agree on the wire):
 //   send: device->host copy of part k+1 overlaps the send of part k;
 //   recv: the receive of part k+1 overlaps the host->device copy of part k.
-// Slots are page-locked by the device backend that first copies into them.
+// Slots are page-locked by the device backend that first copies into them (tried
+// once per pool; refused, they stay pageable). A CUDA backend runs the copy-outs
+// and copy-ins on two copy streams, so a rank's sends and receives overlap.
 // Slots are granted in posting order per peer, which both ends share, so a few
 // slots carry any number of transfers without deadlock.
 #pragma once
@@ -53,6 +55,7 @@ class StagedPath : public DataPath {
     char* base = nullptr;
     net::MemRegion* mr = nullptr;
     Backend* pinned = nullptr;  // the backend that page-locked the slots, if any
+    bool pin_tried = false;     // page-locking is tried once per pool
     std::vector<int> free;
     std::deque<Transfer*> waiting;  // ops with parts not yet started, in posting order
   };
@@ -73,7 +76,6 @@ class StagedPath : public DataPath {
   PathCounters ctr_;
   std::vector<std::unique_ptr<Pool>> send_pools_, recv_pools_;
   std::list<Transfer*> active_;
-  bool pin_warned_ = false;
 };
 
 }  // namespace dccl::mem

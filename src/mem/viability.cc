@@ -18,12 +18,16 @@ namespace dccl::mem {
 
 namespace {
 
+PlatformOverride g_platform;  // set by tests before any communicator exists
+
 std::string version_text(uint32_t v) {
   return std::to_string(FI_MAJOR(v)) + "." + std::to_string(FI_MINOR(v));
 }
 
 Layer kernel_layer(bool emulated) {
   if (emulated) return {"kernel dma-buf", true, "emulated: the sim backend exports a memfd"};
+  if (g_platform.kernel_dmabuf >= 0)
+    return {"kernel dma-buf", g_platform.kernel_dmabuf == 1, "as set by a test"};
   std::ifstream ks("/proc/kallsyms");
   std::string line;
   while (std::getline(ks, line))
@@ -67,7 +71,59 @@ Layer hmem_offered_layer(const std::string& provider) {
 
 }  // namespace
 
-bool fabric_has_dmabuf() { return fi_version() >= kDmabufMinVersion; }
+uint32_t fabric_version() { return g_platform.fabric_version ? g_platform.fabric_version : fi_version(); }
+
+bool fabric_has_dmabuf() { return fabric_version() >= kDmabufMinVersion; }
+
+PlatformOverride override_platform(const PlatformOverride& o) {
+  PlatformOverride old = g_platform;
+  g_platform = o;
+  return old;
+}
+
+Layer trial_registration_layer(Backend& be, net::Transport& net) {
+  const char* name = "trial registration";
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void* p = nullptr;
+  void* map = nullptr;
+  size_t map_len = 0;
+  net::MemRegion* mr = nullptr;
+  Layer out{name, false, ""};
+  try {
+    p = be.alloc(page);
+    DmaBuf d = be.export_dmabuf(p, page);
+    if (be.kind() == Kind::Cuda) {
+      mr = net.register_dmabuf(d.fd, d.offset, page, static_cast<char*>(p) - d.offset, FI_HMEM_CUDA, be.device());
+      if (!mr) out.detail = "the transport (" + net.provider_summary() + ") made no dma-buf registration";
+    } else {
+      const uint64_t aligned = d.offset & ~static_cast<uint64_t>(page - 1);
+      map_len = page + (d.offset - aligned);
+      map = mmap(nullptr, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, d.fd, static_cast<off_t>(aligned));
+      if (map == MAP_FAILED) {
+        map = nullptr;
+        out.detail = std::string("mmap of the dma-buf failed: ") + strerror(errno);
+      } else {
+        mr = net.register_memory(static_cast<char*>(map) + (d.offset - aligned), page);
+        out.pass = true;  // nullptr: the transport needs no registration of host memory
+      }
+    }
+    if (mr) out.pass = true;
+    if (out.pass)
+      out.detail = "a one-page " + std::string(be.name()) + " dma-buf was registered on every endpoint in use (" +
+                   net.provider_summary() + ")";
+  } catch (const std::exception& e) {
+    out.pass = false;
+    out.detail = std::string("registering a one-page ") + be.name() + " dma-buf failed: " + e.what();
+  }
+  try {
+    if (mr) net.deregister_memory(mr);
+  } catch (const std::exception& e) {
+    out = {name, false, std::string("deregistering the trial dma-buf failed: ") + e.what()};
+  }
+  if (map) munmap(map, map_len);
+  if (p) be.free(p);
+  return out;
+}
 
 const Layer* first_failure(const std::vector<Layer>& layers) {
   for (const auto& l : layers)
@@ -76,7 +132,7 @@ const Layer* first_failure(const std::vector<Layer>& layers) {
 }
 
 std::vector<Layer> check_viability(const std::string& kind, const std::string& provider,
-                                   const net::Transport* net) {
+                                   net::Transport* net) {
   std::vector<Layer> out;
   if (kind == "host") {
     out.push_back({"host memory", true, "the transport reads host memory directly"});
@@ -88,7 +144,7 @@ std::vector<Layer> check_viability(const std::string& kind, const std::string& p
   auto fabric_layers = [&] {
     bool ok = fabric_has_dmabuf();
     out.push_back({"libfabric >= 1.20", ok,
-                   "runtime " + version_text(fi_version()) + (ok ? "" : ": FI_MR_DMABUF needs 1.20")});
+                   "runtime " + version_text(fabric_version()) + (ok ? "" : ": FI_MR_DMABUF needs 1.20")});
     out.push_back(net ? hmem_layer(*net) : hmem_offered_layer(provider));
   };
   if (!be) {
@@ -121,6 +177,8 @@ std::vector<Layer> check_viability(const std::string& kind, const std::string& p
   }
   if (p) be->free(p);
   if (!sim) fabric_layers();
+  // The communicator's own domains: can they import this backend's dma-buf?
+  if (net && !first_failure(out)) out.push_back(trial_registration_layer(*be, *net));
   return out;
 }
 

@@ -149,17 +149,8 @@ Fid<fid_mr> Endpoint::register_dmabuf(int fd, uint64_t offset, size_t len, void*
                 core::describe(rank_, what, "the endpoint was opened without FI_HMEM"));
   std::lock_guard<std::mutex> lk(mu_);
   const fi_mr_dmabuf dmabuf{fd, offset, len, base};
-  // Zeroed, and as long as the newest fi_mr_attr: the runtime reads the fields of the
-  // API version the domain was opened with, which may be newer than our headers.
-  mem::FiMrAttr attr{};
-  attr.dmabuf = &dmabuf;
-  attr.iov_count = 1;
-  attr.access = FI_SEND | FI_RECV;
-  attr.requested_key = next_mr_key();
-  attr.iface = static_cast<fi_hmem_iface>(iface);
-  attr.device.cuda = device;
   Fid<fid_mr> mr;
-  int rc = fi_mr_regattr(domain_.get(), reinterpret_cast<const fi_mr_attr*>(&attr), FI_MR_DMABUF, mr.out());
+  int rc = mem::regattr_dmabuf(domain_.get(), dmabuf, iface, device, next_mr_key(), mr.out());
   if (rc) core::raise(dcclSystemError, core::describe(rank_, what, fi_err("fi_mr_regattr", rc)));
   return mr;
 }

@@ -89,4 +89,19 @@ static_assert(sizeof(FiMrAttr) >= sizeof(fi_mr_attr), "FiMrAttr shorter than the
 static_assert(sizeof(fi_mr_attr) == offsetof(FiMrAttr, hmem_data), "fi_mr_attr does not end before hmem_data");
 #endif
 
+// fi_mr_regattr of a dma-buf on `domain` for sends and receives: attr zeroed and as
+// long as the newest fi_mr_attr (the runtime reads the fields of the API version
+// the domain was opened with, which may be newer than our headers). Returns its rc.
+inline int regattr_dmabuf(fid_domain* domain, const fi_mr_dmabuf& dmabuf, int iface, int device, uint64_t key,
+                          fid_mr** mr) {
+  FiMrAttr attr{};
+  attr.dmabuf = &dmabuf;
+  attr.iov_count = 1;
+  attr.access = FI_SEND | FI_RECV;
+  attr.requested_key = key;
+  attr.iface = static_cast<fi_hmem_iface>(iface);
+  attr.device.cuda = device;
+  return fi_mr_regattr(domain, reinterpret_cast<const fi_mr_attr*>(&attr), FI_MR_DMABUF, mr);
+}
+
 }  // namespace dccl::mem

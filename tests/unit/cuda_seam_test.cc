@@ -1,7 +1,8 @@
 // The CUDA backend's logic and the data paths over a fake CUDA runtime (fake_cuda.hpp):
 // device choice by local rank, memory on another GPU refused, allocations of whole
 // pages so exports stay inside them, SYNC_MEMOPS at first export, registrations keyed
-// by buffer id, the dma-buf address given to the transport, pinned bounce slots.
+// by buffer id, the dma-buf address given to the transport, pinned bounce slots, and
+// the dma-buf probe's layers (dccl-info --dmabuf-check) on CUDA memory.
 // Runs on every machine; the real runtime is exercised by cuda_backend_test on a GPU.
 #include <gtest/gtest.h>
 #include <rdma/fi_domain.h>
@@ -9,100 +10,24 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "cuda_seam_util.hpp"
 #include "fake_cuda.hpp"
 #include "mem/cuda_api.hpp"
+#include "mem/dmabuf_probe.hpp"
 #include "mem/direct_path.hpp"
 #include "mem/path_choice.hpp"
 #include "mem/staged_path.hpp"
+#include "mem/viability.hpp"
 
 using namespace dccl;
 namespace cu = dccl::mem::cuda;
 
-namespace {
-
-constexpr size_t kPage = fake::Cuda::kPage;
-
-// A transport that completes every send and receive at once and records dma-buf registrations.
-class FakeNet final : public net::Transport {
- public:
-  struct Dmabuf {
-    int fd;
-    uint64_t offset;
-    size_t len;
-    void* base;
-    int iface, device;
-  };
-  std::vector<Dmabuf> dmabufs;
-  std::vector<const void*> sent;
-
-  std::string local_blob() const override { return {}; }
-  void connect(const std::vector<std::string>&) override {}
-  std::string provider_summary() const override { return "fake"; }
-  void isend(int peer, const void* buf, size_t len, uint64_t tag, net::Request* req, net::MemRegion*) override {
-    sent.push_back(buf);
-    finish(req, peer, len, tag, true);
-  }
-  void irecv(int peer, void*, size_t len, uint64_t tag, net::Request* req, net::MemRegion*) override {
-    finish(req, peer, len, tag, false);
-  }
-  void progress() override {}
-  void wait(net::Request* const*, size_t, const std::string&) override {}
-  void cancel_all() override {}
-  net::MemRegion* register_dmabuf(int fd, uint64_t offset, size_t len, void* base, int iface, int device) override {
-    dmabufs.push_back(Dmabuf{fd, offset, len, base, iface, device});
-    return reinterpret_cast<net::MemRegion*>(&dmabufs);  // any non-null handle
-  }
-
- private:
-  static void finish(net::Request* r, int peer, size_t len, uint64_t tag, bool send) {
-    r->peer = peer;
-    r->bytes = len;
-    r->tag = tag;
-    r->is_send = send;
-    r->done.store(true, std::memory_order_release);
-  }
-};
-
-struct Counters {
-  std::atomic<uint64_t> sd{0}, rd{0}, relayed{0}, copies{0}, allocs{0};
-  mem::PathCounters get() { return {&sd, &rd, &relayed, &copies, &allocs}; }
-};
-
-// Installs a CUDA backend over the fake as the process's cuda_backend() for a test.
-struct Installed {
-  fake::Cuda api;
-  std::unique_ptr<mem::Backend> be;
-  explicit Installed(int dev = 1) {
-    be = cu::make_backend(api, dev, "LOCAL_RANK=1 of 2 GPUs");
-    cu::override_backend(be.get());
-  }
-  ~Installed() { cu::override_backend(nullptr); }
-};
-
-void send_once(mem::DataPath& path, const void* p, size_t bytes) {
-  mem::Xfer x;
-  path.post_send(1, p, bytes, 7, x);
-  bool done = false;
-  for (int i = 0; i < 1000 && !done; ++i) done = path.progress(x);
-  ASSERT_TRUE(done) << "the transfer did not complete";
-}
-
-struct EnvGuard {
-  std::vector<std::string> names;
-  void set(const char* n, const char* v) {
-    names.emplace_back(n);
-    setenv(n, v, 1);
-  }
-  ~EnvGuard() {
-    for (auto& n : names) unsetenv(n.c_str());
-  }
-};
-
-}  // namespace
+using namespace cuda_test;
 
 TEST(CudaSeam, DeviceChosenByLocalRank) {
   for (const char* v : {"DCCL_LOCAL_RANK", "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
@@ -323,4 +248,27 @@ TEST(CudaSeam, CopiesAndReductionsRunOnTheBackendsDevice) {
   EXPECT_EQ(in.api.current, 0) << "the caller's device is restored";
   in.be->free(da);
   in.be->free(db);
+}
+
+TEST(CudaSeam, DmabufProbeLayersOverTheFake) {
+  Installed in;
+  mem::PlatformOverride old = mem::override_platform({FI_VERSION(1, 17), -1});
+  std::vector<mem::ProbeLayer> layers;
+  std::string why;
+  ASSERT_TRUE(mem::probe_dmabuf("cuda", {"tcp"}, &layers, &why)) << why;
+  mem::override_platform(old);
+  std::map<std::string, std::pair<net::Verdict, std::string>> got;
+  for (const auto& l : layers) got[l.name] = {l.verdict, l.detail};
+  ASSERT_EQ(got.size(), 5u);
+  EXPECT_EQ(got["export aligned"].first, net::Verdict::Pass) << got["export aligned"].second;
+  EXPECT_NE(got["export aligned"].second.find("dma-buf size 8192"), std::string::npos) << got["export aligned"].second;
+  EXPECT_EQ(got["export unaligned"].first, net::Verdict::Pass) << got["export unaligned"].second;
+  EXPECT_NE(got["export unaligned"].second.find("offset 100"), std::string::npos);
+  EXPECT_EQ(got["SYNC_MEMOPS"].first, net::Verdict::Pass) << got["SYNC_MEMOPS"].second;
+  EXPECT_EQ(got["buffer-id invalidation"].first, net::Verdict::Pass) << got["buffer-id invalidation"].second;
+  EXPECT_NE(got["buffer-id invalidation"].second.find("buffer id"), std::string::npos);
+  EXPECT_EQ(got["trial registration"].first, net::Verdict::NotApplicable);
+  EXPECT_EQ(got["trial registration"].second, "libfabric 1.17 has no FI_MR_DMABUF (needs 1.20)");
+  // The fake's exports: every one inside its allocation.
+  for (const auto& e : in.api.exports) EXPECT_TRUE(e.inside_one_allocation);
 }

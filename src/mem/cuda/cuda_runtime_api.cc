@@ -121,6 +121,15 @@ class RuntimeApi final : public Api {
     if (r != CUDA_SUCCESS) core::raise(dcclUnhandledDeviceError, "cuda: setting SYNC_MEMOPS failed: " + cu_name(r));
   }
 
+  bool sync_memops_set(const void* p) const override {
+    unsigned int v = 0;  // the driver writes a boolean
+    CUpointer_attribute attr = CU_POINTER_ATTRIBUTE_SYNC_MEMOPS;
+    void* data = &v;
+    CUresult r = get_attributes_(1, &attr, &data, reinterpret_cast<CUdeviceptr>(p));
+    if (r != CUDA_SUCCESS) core::raise(dcclUnhandledDeviceError, "cuda: reading SYNC_MEMOPS failed: " + cu_name(r));
+    return v != 0;
+  }
+
   int export_dmabuf(uintptr_t start, size_t len) override {
     int fd = -1;
     CUresult r = get_handle_ ? get_handle_(&fd, static_cast<CUdeviceptr>(start), len,
@@ -166,6 +175,31 @@ class RuntimeApi final : public Api {
     cudaError_t r = cudaEventQuery(as_event(e));
     if (r == cudaErrorNotReady) return false;
     check(r, "cudaEventQuery");
+    return true;
+  }
+  void stream_wait_event(Stream s, Event e) override {
+    check(cudaStreamWaitEvent(as_stream(s), as_event(e), 0), "cudaStreamWaitEvent");
+  }
+  Event timing_event_create() override {
+    cudaEvent_t e = nullptr;
+    check(cudaEventCreate(&e), "cudaEventCreate");
+    return e;
+  }
+  void event_destroy(Event e) override { check(cudaEventDestroy(as_event(e)), "cudaEventDestroy"); }
+  float event_elapsed_ms(Event start, Event stop) override {
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, as_event(start), as_event(stop)), "cudaEventElapsedTime");
+    return ms;
+  }
+  bool flush_rdma_writes() override {
+    int dev = 0, options = 0;
+    check(cudaGetDevice(&dev), "cudaGetDevice");
+    check(cudaDeviceGetAttribute(&options, cudaDevAttrGPUDirectRDMAFlushWritesOptions, dev),
+          "cudaDeviceGetAttribute(GPUDirectRDMAFlushWritesOptions)");
+    if (!(options & cudaFlushGPUDirectRDMAWritesOptionHost)) return false;
+    check(cudaDeviceFlushGPUDirectRDMAWrites(cudaFlushGPUDirectRDMAWritesTargetCurrentDevice,
+                                             cudaFlushGPUDirectRDMAWritesToOwner),
+          "cudaDeviceFlushGPUDirectRDMAWrites");
     return true;
   }
 
