@@ -225,6 +225,7 @@ int run(const Options& o) {
               pinned ? "pinned" : pin_src || pin_dst ? "partly pinned" : "pageable", o.iters, o.warmup);
   if (!run.pin_refusal.empty())
     std::printf("# page-locking refused (%s): measuring pageable host memory\n", run.pin_refusal.c_str());
+  std::printf("# both: a D2H and an H2D copy of that size issued together; its GB/s counts the bytes of both\n");
   std::printf("%12s  %9s  %10s  %9s  %10s  %10s  %6s\n", "size", "D2H GB/s", "D2H us", "H2D GB/s", "H2D us",
               "both GB/s", "pinned");
   std::vector<Row> rows;
