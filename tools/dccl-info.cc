@@ -308,7 +308,8 @@ int main(int argc, char** argv) {
     return invalid ? 1 : 0;
   }
   printf("  (no communicator here: 'provider FI_HMEM' lists what the providers offer; a communicator\n"
-         "   decides from whether the endpoints it opened have FI_HMEM)\n");
+         "   decides from whether the endpoints it opened have FI_HMEM, then tries a registration of a\n"
+         "   dma-buf on them; dccl-info --dmabuf-check tests each dma-buf layer here)\n");
   for (const char* kind : {"sim", "cuda"}) {
     printf("  %s memory:\n", kind);
     for (const auto& layer : dccl::mem::check_viability(kind, dccl::core::config().provider))
