@@ -132,6 +132,12 @@ class FabricTransport final : public Transport {
       if (l.ep->peek(l.addr, r.tag, kLengthMarkBits, &got, 100))
         return "; count mismatch: rank " + std::to_string(r.peer) + " sent a message of another length for it (this rank expects " +
                std::to_string(r.len) + " bytes)";
+    if (has_call_mark(r.tag))
+      for (const Lane& l : lanes)
+        if (l.ep->peek(l.addr, r.tag, kLengthMarkBits | kCallMarkBits, &got, 100))
+          return "; collective mismatch: rank " + std::to_string(r.peer) +
+                 " sent a message for this step of a call that differs from this rank's (another collective, count, "
+                 "datatype, op or root)";
     return "";
   }
   [[noreturn]] void unavailable(const std::string& what) const;

@@ -23,6 +23,12 @@ inline uint64_t length_mark(size_t len) {
   return ((static_cast<uint64_t>(len) * 0x9E3779B97F4A7C15ULL) >> 58) << 58;
 }
 
+// Collective tags (bits [57:56] = 01) carry a hash of their call in [55:48]
+// (coll::make_coll_tag): ranks whose calls differ never pair. A receive that timed
+// out peeks ignoring these bits too, and says that the calls differ.
+inline constexpr uint64_t kCallMarkBits = 0xffULL << 48;
+inline bool has_call_mark(uint64_t tag) { return ((tag >> 56) & 3) == 1; }
+
 // One outstanding send or receive. The transport fills `done`/`failed`/`error`
 // when its completion is read; it must stay alive (not move) until then.
 // A request may be carried by several messages (parts above the part size, pieces
