@@ -93,7 +93,7 @@ class Communicator {
   // both calls fail. A call that throws leaves through drop_call().
   uint64_t enter_call(const char* fn);
   void leave_call(const char* fn, uint64_t entered);
-  void drop_call() { callers_.fetch_sub(1, std::memory_order_release); }
+  void drop_call() { caller_.store(false, std::memory_order_release); }
 
   void abort();
   bool aborted() const { return aborted_.load(); }
@@ -187,7 +187,7 @@ class Communicator {
   std::vector<PreMul> redops_;
   std::atomic<bool> aborted_{false};
   core::ProcessMark made_;
-  std::atomic<uint32_t> callers_{0};  // threads inside enter_call .. leave_call
+  std::atomic<bool> caller_{false};  // a thread is inside enter_call .. leave_call
   std::atomic<uint64_t> clashes_{0};  // entries refused because another thread was inside
   std::atomic<dcclResult_t> async_code_{dcclSuccess};
   mutable std::mutex err_mu_;

@@ -238,9 +238,9 @@ void Communicator::finalize() {
 }
 
 uint64_t Communicator::enter_call(const char* fn) {
-  const uint64_t seen = clashes_.load(std::memory_order_acquire);
-  if (callers_.fetch_add(1, std::memory_order_acq_rel) == 0) return seen;
-  callers_.fetch_sub(1, std::memory_order_release);
+  // One locked instruction per call: the owner's flag is taken by exchange and
+  // given back by a plain release store; a thread that finds it taken owns nothing.
+  if (caller_.exchange(true, std::memory_order_acq_rel) == false) return clashes_.load(std::memory_order_relaxed);
   clashes_.fetch_add(1, std::memory_order_acq_rel);
   const std::string text = describe(rank_, fn, std::string("called while another thread was inside a call on the same "
                                                            "communicator: two threads must not use one communicator at once "
@@ -253,7 +253,7 @@ uint64_t Communicator::enter_call(const char* fn) {
 }
 
 void Communicator::leave_call(const char* fn, uint64_t entered) {
-  callers_.fetch_sub(1, std::memory_order_release);
+  caller_.store(false, std::memory_order_release);
   if (clashes_.load(std::memory_order_acquire) != entered)
     raise(dcclInvalidUsage, describe(rank_, fn, "another thread called into this communicator while this call ran: "
                                                 "two threads must not use one communicator at once (the ranks would "

@@ -134,10 +134,7 @@ class FabricTransport final : public Transport {
                std::to_string(r.len) + " bytes)";
     if (has_call_mark(r.tag))
       for (const Lane& l : lanes)
-        if (l.ep->peek(l.addr, r.tag, kLengthMarkBits | kCallMarkBits, &got, 100))
-          return "; collective mismatch: rank " + std::to_string(r.peer) +
-                 " sent a message for this step of a call that differs from this rank's (another collective, count, "
-                 "datatype, op or root)";
+        if (l.ep->peek(l.addr, r.tag, kLengthMarkBits | kCallMarkBits, &got, 100)) return call_mismatch_note(r, got);
     return "";
   }
   [[noreturn]] void unavailable(const std::string& what) const;
@@ -580,6 +577,13 @@ void FabricTransport::deregister_memory(MemRegion* mr) {
 
 std::unique_ptr<Transport> Transport::create(const TransportOptions& opts) {
   return std::make_unique<FabricTransport>(opts);
+}
+
+std::string call_mismatch_note(const Request& r, size_t got) {
+  return "; call mismatch: rank " + std::to_string(r.peer) +
+         " sent a message for this step of a call that differs from this rank's (another count, datatype, "
+         "collective, op or root; its message has " + std::to_string(got) + " bytes, this rank expects " +
+         std::to_string(r.len) + ")";
 }
 
 }  // namespace dccl::net

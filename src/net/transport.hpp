@@ -67,6 +67,11 @@ struct Request {
   }
 };
 
+// "; call mismatch: rank P sent a message for this step of a call that differs …"
+// for a receive `r` that timed out while the peer's message (`got` bytes) for the
+// same step waited under another call mark.
+std::string call_mismatch_note(const Request& r, size_t got);
+
 // A registered memory region handle (opaque); nullptr means "no descriptor".
 struct MemRegion;
 
