@@ -85,6 +85,7 @@ dcclResult_t submit(const char* fn, dcclComm_t comm, dcclStream_t stream, sched:
   return api::guard(fn, [&] {
     Check ck{fn};
     comm::Communicator& c = api::comm_of(comm, fn);
+    api::CallScope scope(c, fn);
     ck.me = c.rank();
     sched::Stream* s = api::stream_of(stream, fn, ck.me);
     ck.dtype(op.dt);
@@ -109,6 +110,7 @@ dcclResult_t submit(const char* fn, dcclComm_t comm, dcclStream_t stream, sched:
       api::group_add(comm, c, s, op);
     else
       c.submit_one(op, s);
+    scope.leave();
   });
 }
 

@@ -204,6 +204,13 @@ dcclResult_t dcclCommDestroy(dcclComm_t comm) {
     if (!comm) core::raise(dcclInvalidArgument, "dcclCommDestroy: comm is NULL");
     if (!api::unregister_comm(comm))
       core::raise(dcclInvalidUsage, "dcclCommDestroy: comm is not a live communicator (destroyed twice?)");
+    // A fork's child leaves its parent's communicator alone: closing it here would
+    // unlink the parent's shared regions and close its endpoints' peers.
+    if (comm->impl && comm->impl->made().forked()) {
+      api::register_comm(comm);
+      core::raise(dcclInvalidUsage, api::say(comm->impl->rank(), "dcclCommDestroy",
+                                             comm->impl->made().fork_text("communicator") + "; left as it is"));
+    }
     if (adopt_for_close(comm)) close_and_free(comm, "dcclCommDestroy");
   });
 }
@@ -258,6 +265,7 @@ dcclResult_t dcclCommGetAsyncError(dcclComm_t comm, dcclResult_t* err) {
 dcclResult_t dcclCommSplit(dcclComm_t comm, int color, int key, dcclComm_t* newcomm, dcclConfig_t* config) {
   return api::guard("dcclCommSplit", [&] {
     auto& c = api::comm_of(comm, "dcclCommSplit");
+    c.refuse_if_finalized("dcclCommSplit");
     if (!newcomm) core::raise(dcclInvalidArgument, core::describe(c.rank(), "dcclCommSplit", "newcomm is NULL"));
     *newcomm = nullptr;
     bool blocking = true;
@@ -265,7 +273,9 @@ dcclResult_t dcclCommSplit(dcclComm_t comm, int color, int key, dcclComm_t* newc
     if (!blocking)
       core::raise(dcclInvalidArgument, core::describe(c.rank(), "dcclCommSplit", "config: blocking = 0 is not "
                                                                                  "supported by dcclCommSplit"));
+    api::CallScope scope(c, "dcclCommSplit");
     std::unique_ptr<comm::Communicator> child = c.split(color, key, &cfg);
+    scope.leave();
     if (!child) return;
     auto* h = new dcclComm;
     h->impl = std::move(child);

@@ -1,10 +1,50 @@
 // C API: user-defined reduction ops (PreMulSum) and buffers registered up front.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "api/handles.hpp"
 #include "core/types.hpp"
+#include "mem/backend.hpp"
 
 using namespace dccl;
+
+namespace {
+// A registered range must be memory this process has: it may not wrap past the end
+// of the address space; device memory lies inside one live allocation; host memory
+// is mapped from its first to its last byte (mincore, a window at a time).
+void check_range(int rank, const char* fn, const void* p, size_t size) {
+  auto bad = [&](const std::string& why) { core::raise(dcclInvalidArgument, api::say(rank, fn, why)); };
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  const std::string what = "buff " + std::to_string(a) + " + size " + std::to_string(size);
+  if (size > UINTPTR_MAX - a) bad(what + " wraps past the end of the address space");
+  mem::Backend& be = mem::backend_of(p);
+  if (be.kind() != mem::Kind::Host) {
+    void* base = nullptr;
+    size_t len = 0;
+    if (!be.range_of(p, &base, &len) || size > len - static_cast<size_t>(static_cast<const char*>(p) - static_cast<char*>(base)))
+      bad(what + " is not inside one live " + std::string(be.name()) + " allocation");
+    return;
+  }
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t first = a & ~(page - 1), end = a + size;  // end > a: size > 0
+  constexpr uintptr_t kWindow = uintptr_t{1} << 20;          // pages per mincore call
+  std::vector<unsigned char> vec;
+  for (uintptr_t at = first; at < end;) {
+    const uintptr_t pages = std::min<uintptr_t>((end - at + page - 1) / page, kWindow);
+    vec.resize(pages);
+    if (mincore(reinterpret_cast<void*>(at), pages * page, vec.data()) != 0)
+      bad(what + " is not mapped memory of this process" + (errno == ENOMEM ? "" : std::string(" (mincore: ") + strerror(errno) + ")"));
+    at += pages * page;
+  }
+}
+}  // namespace
 
 extern "C" {
 
@@ -13,6 +53,7 @@ dcclResult_t dcclRedOpCreatePreMulSum(dcclRedOp_t* op, void* scalar, dcclDataTyp
   const char* fn = "dcclRedOpCreatePreMulSum";
   return api::guard(fn, [&] {
     auto& c = api::comm_of(comm, fn);
+    c.refuse_if_finalized(fn);
     auto bad = [&](const std::string& why) { core::raise(dcclInvalidArgument, api::say(c.rank(), fn, why)); };
     if (!op) bad("op is NULL");
     if (!scalar) bad("scalar is NULL");
@@ -35,6 +76,8 @@ dcclResult_t dcclCommRegister(const dcclComm_t comm, void* buff, size_t size, vo
     *handle = nullptr;
     if (!buff) core::raise(dcclInvalidArgument, api::say(c.rank(), fn, "buff is NULL"));
     if (size == 0) core::raise(dcclInvalidArgument, api::say(c.rank(), fn, "size is 0"));
+    c.refuse_if_finalized(fn);
+    check_range(c.rank(), fn, buff, size);
     *handle = c.register_buffer(buff, size);
   });
 }

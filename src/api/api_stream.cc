@@ -36,6 +36,10 @@ dcclResult_t dcclStreamDestroy(dcclStream_t stream) {
     if (!stream) core::raise(dcclInvalidArgument, "dcclStreamDestroy: stream is NULL");
     if (!api::unregister_stream(stream))
       core::raise(dcclInvalidUsage, "dcclStreamDestroy: stream is not a live stream (destroyed twice?)");
+    if (stream->made.forked()) {  // its worker thread is the parent's: left as it is
+      api::register_stream(stream);
+      core::raise(dcclInvalidUsage, "dcclStreamDestroy: " + stream->made.fork_text("stream"));
+    }
     delete stream;  // drains queued work first
   });
 }

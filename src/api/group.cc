@@ -43,7 +43,10 @@ void group_end() {
         taken[j] = true;
       }
     try {
-      comm_of(work[i].handle, "dcclGroupEnd").submit(std::move(ops), work[i].stream);
+      comm::Communicator& c = comm_of(work[i].handle, "dcclGroupEnd");
+      CallScope scope(c, "dcclGroupEnd");
+      c.submit(std::move(ops), work[i].stream);
+      scope.leave();
     } catch (const core::Error& e) {
       if (first_code == dcclSuccess) {
         first_code = e.code();

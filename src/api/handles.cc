@@ -69,9 +69,16 @@ void check_live(dcclComm* c, const char* fn) {
 }
 }  // namespace
 
+namespace {
+comm::Communicator& in_this_process(comm::Communicator& c, const char* fn) {
+  if (c.made().forked()) core::raise(dcclInvalidUsage, say(c.rank(), fn, c.made().fork_text("communicator")));
+  return c;
+}
+}  // namespace
+
 comm::Communicator& comm_of(dcclComm* c, const char* fn) {
   if (c == nullptr) core::raise(dcclInvalidArgument, std::string(fn) + ": comm is NULL");
-  if (seen(t_comm_seen, c)) return *c->impl;
+  if (seen(t_comm_seen, c)) return in_this_process(*c->impl, fn);
   std::lock_guard<std::mutex> lk(g_mu);
   check_live(c, fn);
   std::string text;
@@ -81,7 +88,7 @@ comm::Communicator& comm_of(dcclComm* c, const char* fn) {
                                                           "progress: poll dcclCommGetAsyncError until dcclSuccess"));
   if (rc != dcclSuccess) core::raise(dcclInvalidUsage, say(-1, fn, "the communicator's init failed: " + text));
   t_comm_seen = {c, g_gen.load(std::memory_order_relaxed)};  // g_mu held: no unregister in between
-  return *c->impl;
+  return in_this_process(*c->impl, fn);
 }
 
 dcclResult_t init_state(dcclComm* c, const char* fn, std::string* text) {
@@ -112,15 +119,22 @@ bool unregister_stream(dcclStream* s) {
   g_gen.fetch_add(1, std::memory_order_release);
   return streams().erase(s) == 1;
 }
+namespace {
+sched::Stream* stream_here(dcclStream* s, const char* fn, int rank) {
+  if (s->made.forked()) core::raise(dcclInvalidUsage, say(rank, fn, s->made.fork_text("stream")));
+  return &s->impl;
+}
+}  // namespace
+
 sched::Stream* stream_of(dcclStream* s, const char* fn, int rank) {
   if (s == nullptr) return nullptr;
-  if (seen(t_stream_seen, s)) return &s->impl;
+  if (seen(t_stream_seen, s)) return stream_here(s, fn, rank);
   std::lock_guard<std::mutex> lk(g_mu);
   if (!streams().count(s)) {
     core::raise(dcclInvalidUsage, say(rank, fn, "stream is not a live stream (destroyed or never created)"));
   }
   t_stream_seen = {s, g_gen.load(std::memory_order_relaxed)};
-  return &s->impl;
+  return stream_here(s, fn, rank);
 }
 
 }  // namespace dccl::api

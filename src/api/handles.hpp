@@ -9,6 +9,7 @@
 
 #include "comm/communicator.hpp"
 #include "core/error.hpp"
+#include "core/process.hpp"
 #include "sched/stream.hpp"
 
 namespace dccl::api {
@@ -31,6 +32,7 @@ struct dcclComm {
 };
 struct dcclStream {
   dccl::sched::Stream impl;
+  dccl::core::ProcessMark made;  // its worker thread lives in this process only
 };
 
 namespace dccl::api {
@@ -42,8 +44,8 @@ const char* last_error();
 
 void register_comm(dcclComm* c);
 bool unregister_comm(dcclComm* c);
-// Throws Error(dcclInvalidUsage/dcclInvalidArgument) when c is null, destroyed or
-// unknown; Error(dcclInProgress) while its non-blocking init runs, and the init's
+// Throws Error(dcclInvalidUsage/dcclInvalidArgument) when c is null, destroyed,
+// unknown or made by the process this one was forked from; Error(dcclInProgress) while its non-blocking init runs, and the init's
 // error once that failed.
 comm::Communicator& comm_of(dcclComm* c, const char* fn);
 // A live handle's non-blocking init: dcclInProgress while it runs, its error once
@@ -56,6 +58,28 @@ void register_stream(dcclStream* s);
 bool unregister_stream(dcclStream* s);
 // Null stays null; a dead stream is refused (naming `rank` when it is known, >= 0).
 sched::Stream* stream_of(dcclStream* s, const char* fn, int rank = -1);
+
+// A work call's stay inside its communicator (Communicator::enter_call): leave()
+// at the call's end throws when another thread came in meanwhile.
+class CallScope {
+ public:
+  CallScope(comm::Communicator& c, const char* fn) : c_(c), fn_(fn), entered_(c.enter_call(fn)) {}
+  ~CallScope() {
+    if (!left_) c_.drop_call();
+  }
+  CallScope(const CallScope&) = delete;
+  CallScope& operator=(const CallScope&) = delete;
+  void leave() {
+    left_ = true;
+    c_.leave_call(fn_, entered_);
+  }
+
+ private:
+  comm::Communicator& c_;
+  const char* fn_;
+  uint64_t entered_;
+  bool left_ = false;
+};
 
 // Runs f, turning every exception into a result code and the last-error text.
 template <class F>

@@ -26,13 +26,13 @@ void allgather_smem(Ctx& c, const Args& a) {
   // In place, sendbuff is this rank's block of recvbuff already.
   char* own = rb + static_cast<size_t>(r) * block * es;
   if (own != sb) memcpy(own, sb, block * es);
+  const uint64_t call = chunk_call(ChunkColl::AllGather, c, block);
   for_each_chunk(c, seg, block, max_len, [&](uint64_t k, int p, size_t off, size_t len) {
-    const int in = net::ShmSegment::In0 + p;
     memcpy(seg.chunk_slot(r, p), sb + off * es, len * es);
-    seg.flag(r, in).v.store(k, std::memory_order_release);
+    raise_input(seg, r, p, k, call);
     for (int j = 1; j < n; ++j) {
       const int q = (r + j) % n;
-      await_chunk_flag(c, seg, q, in, k, "its input chunk");
+      await_input(c, seg, q, p, k, call);
       memcpy(rb + (static_cast<size_t>(q) * block + off) * es, seg.chunk_slot(q, p), len * es);
     }
   });

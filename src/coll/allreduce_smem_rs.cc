@@ -53,17 +53,18 @@ void allreduce_smem_rs(Ctx& c, const Args& a) {
   if (max_elems == 0) return allreduce_ring(c, a);  // see for_each_chunk
   const char* sb = static_cast<const char*>(a.send);
   char* rb = static_cast<char*>(a.recv);
+  const uint64_t call = chunk_call(ChunkColl::AllReduce, c, a.count);
   for_each_chunk(c, seg, a.count, max_elems, [&](uint64_t k, int p, size_t done, size_t len) {
     const Parts parts = split(len, n, es);
-    const int in = Seg::In0 + p, red = Seg::Red0 + p;
+    const int red = Seg::Red0 + p;
     char* mine = seg.chunk_slot(r, p);
     const size_t po = parts.off(r), pl = parts.size(r);
     // Every part but this rank's own, which it reduces straight from its input.
     memcpy(mine, sb + done * es, po * es);
     memcpy(mine + (po + pl) * es, sb + (done + po + pl) * es, (len - po - pl) * es);
-    seg.flag(r, in).v.store(k, std::memory_order_release);
+    raise_input(seg, r, p, k, call);
 
-    for (int j = 1; j < n; ++j) await_chunk_flag(c, seg, (r + j) % n, in, k, "its input chunk");
+    for (int j = 1; j < n; ++j) await_input(c, seg, (r + j) % n, p, k, call);
     if (pl > 0) {
       char* acc = mine + po * es;
       const void* first = sb + (done + po) * es;

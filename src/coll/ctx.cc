@@ -26,7 +26,7 @@ std::string Label::str() const {
 Ctx::Ctx(const CtxInit& init) : Ctx(CtxInit(init)) {}
 
 Ctx::Ctx(CtxInit&& init)
-    : in_(std::move(init)), esize_(core::dtype_size(in_.dt)), coll_tag_(make_tag(TagKind::Coll, in_.seq, 0)) {
+    : in_(std::move(init)), esize_(core::dtype_size(in_.dt)), coll_tag_(make_coll_tag(in_.seq, in_.call_mark, 0)) {
   if (esize_ == 0) esize_ = 1;
 }
 

@@ -28,12 +28,19 @@ using mem::Xfer;
 
 class ScratchPool;
 
-// The one tag layout. [63:56] kind. Collectives and checks: [55:24] operation
-// sequence, [23:0] step. Send/recv: [55:32] sender rank, [31:0] the pair's count
-// of messages from the sender (tags are seen from the receiver).
+// The one tag layout ([63:58] are the transport's length mark, net/transport.hpp).
+// [57:56] kind. Collectives: [55:48] the call's mark (sched::call_mark: a hash of
+// collective, count, datatype, op, root), [47:24] operation sequence, [23:0] step.
+// Checks: [55:24] operation sequence, [23:0] step. Send/recv: [55:32] sender rank,
+// [31:0] the pair's count of messages from the sender (tags are seen from the
+// receiver).
 enum class TagKind : uint64_t { Coll = 1, P2P = 2, Check = 3 };
 inline uint64_t make_tag(TagKind k, uint64_t seq, uint32_t step) {
   return (static_cast<uint64_t>(k) << 56) | ((seq & 0xffffffffULL) << 24) | (step & 0xffffffu);
+}
+inline uint64_t make_coll_tag(uint64_t seq, uint32_t mark, uint32_t step) {
+  return (static_cast<uint64_t>(TagKind::Coll) << 56) | (static_cast<uint64_t>(mark & 0xff) << 48) |
+         ((seq & 0xffffffULL) << 24) | (step & 0xffffffu);
 }
 inline uint64_t make_p2p_tag(int sender, uint64_t count) {
   return (static_cast<uint64_t>(TagKind::P2P) << 56) | (static_cast<uint64_t>(sender & 0xffffff) << 32) |
@@ -66,6 +73,7 @@ struct CtxInit {
   ScratchPool* scratch = nullptr;
   int rank = 0, nranks = 1;
   uint64_t seq = 0;
+  uint32_t call_mark = 0;  // sched::call_mark of the operation (collective tags)
   dcclDataType_t dt = dcclFloat32;
   dcclRedOp_t op = dcclSum;
   size_t chunk_bytes = 1 << 20;

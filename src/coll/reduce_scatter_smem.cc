@@ -25,14 +25,14 @@ void reduce_scatter_smem(Ctx& c, const Args& a) {
   if (max_len == 0) return reduce_scatter_ring(c, a);  // see for_each_chunk
   const char* sb = static_cast<const char*>(a.send);
   char* rb = static_cast<char*>(a.recv);
+  const uint64_t call = chunk_call(ChunkColl::ReduceScatter, c, block);
   for_each_chunk(c, seg, block, max_len, [&](uint64_t k, int p, size_t off, size_t len) {
-    const int in = net::ShmSegment::In0 + p;
     char* mine = seg.chunk_slot(r, p);
     auto piece = [&](int q) { return (static_cast<size_t>(q) * block + off) * es; };  // in the input
     for (int q = 0; q < n; ++q)
       if (q != r) memcpy(mine + static_cast<size_t>(q) * len * es, sb + piece(q), len * es);
-    seg.flag(r, in).v.store(k, std::memory_order_release);
-    for (int j = 1; j < n; ++j) await_chunk_flag(c, seg, (r + j) % n, in, k, "its input chunk");
+    raise_input(seg, r, p, k, call);
+    for (int j = 1; j < n; ++j) await_input(c, seg, (r + j) % n, p, k, call);
     char* out = rb + off * es;
     const void* first = sb + piece(r);
     for (int q = 0; q < n; ++q) {

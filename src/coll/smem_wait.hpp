@@ -10,6 +10,7 @@
 #include "core/backoff.hpp"
 #include "core/cpu.hpp"
 #include "core/error.hpp"
+#include "core/types.hpp"
 #include "net/shm_segment.hpp"
 
 namespace dccl::coll {
@@ -63,6 +64,33 @@ void for_each_chunk(Ctx& c, net::ShmSegment& seg, size_t total, size_t max_len, 
 // Waits until rank q raised flag `id` (In0/In1/Red0/Red1) for chunk k or later.
 inline void await_chunk_flag(Ctx& c, net::ShmSegment& seg, int q, int id, uint64_t k, const char* what) {
   smem_await(c, what, q, [&] { return seg.flag(q, id).v.load(std::memory_order_acquire) >= k; });
+}
+
+// The call a rank's input chunk belongs to: which segment algorithm, datatype, op
+// and the call's count (elements). Published with every In flag: ranks whose calls
+// differ (another count, type, op or collective) fail naming both sides instead of
+// reducing each other's chunks into a wrong result.
+enum class ChunkColl : uint64_t { AllReduce = 1, AllGather = 2, ReduceScatter = 3 };
+inline uint64_t chunk_call(ChunkColl coll, const Ctx& c, size_t count) {
+  return (static_cast<uint64_t>(coll) << 56) | (static_cast<uint64_t>(c.dt() & 0xff) << 48) |
+         (static_cast<uint64_t>(c.op() & 0xff) << 40) | (static_cast<uint64_t>(count) & ((uint64_t{1} << 40) - 1));
+}
+std::string chunk_call_text(uint64_t call);  // "all_reduce of 1048576 x float32 (sum)"
+
+// Rank r's input chunk k (its chunk slot of parity p) is ready.
+inline void raise_input(net::ShmSegment& seg, int r, int p, uint64_t k, uint64_t call) {
+  net::ShmSegment::Flag& f = seg.flag(r, net::ShmSegment::In0 + p);
+  f.call.store(call, std::memory_order_relaxed);
+  f.v.store(k, std::memory_order_release);
+}
+
+// Waits for rank q's input chunk k, then checks that it belongs to the same call.
+inline void await_input(Ctx& c, net::ShmSegment& seg, int q, int p, uint64_t k, uint64_t call) {
+  await_chunk_flag(c, seg, q, net::ShmSegment::In0 + p, k, "its input chunk");
+  const uint64_t theirs = seg.flag(q, net::ShmSegment::In0 + p).call.load(std::memory_order_relaxed);
+  if (theirs != call)
+    c.refuse(dcclInvalidUsage, "rank " + std::to_string(q) + " called " + chunk_call_text(theirs) + ", this rank " +
+                                   chunk_call_text(call) + ": the calls differ between ranks");
 }
 
 }  // namespace dccl::coll

@@ -1,5 +1,6 @@
 #include "comm/communicator.hpp"
 
+#include <net/if.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -40,6 +41,10 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
     : cfg_(cfg ? *cfg : load_config()), rank_(rank), nranks_(nranks), place_(place), p2p_send_(nranks), p2p_recv_(nranks) {
   log_set_rank(rank);
   log_configure(cfg_.debug);
+  // An interface that is not there is a mistake to report, not a hint to ignore.
+  if (!cfg_.socket_ifname.empty() && if_nametoindex(cfg_.socket_ifname.c_str()) == 0)
+    raise(dcclInvalidArgument, describe(rank, "init", "DCCL_SOCKET_IFNAME=" + cfg_.socket_ifname +
+                                                          ": no such network interface on this host"));
   const auto timeout = std::chrono::milliseconds(cfg_.timeout_ms);
   boot_ = std::make_unique<boot::Bootstrap>(id, rank, nranks, timeout, std::move(server), ns);
 
@@ -265,6 +270,7 @@ void Communicator::check_same_settings() {
                      " DCCL_SMEM_CHUNK_BYTES=" + std::to_string(smem_chunk_bytes()) +
                      " DCCL_HIER=" + std::to_string(cfg_.hier) +
                      " DCCL_HIER_PIECE_BYTES=" + std::to_string(cfg_.hier_piece_bytes) +
+                     " DCCL_CHECK=" + std::to_string(cfg_.check ? 1 : 0) +
                      " FI_OFI_RXM_EAGER_LIMIT=" + (rxm_eager_.empty() ? "(default)" : rxm_eager_);
   std::vector<std::string> all = boot_->allgather(mine);
   for (size_t r = 0; r < all.size(); ++r)
@@ -283,13 +289,20 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key, const core
   std::vector<std::string> all;
   {
     std::lock_guard<std::mutex> lk(boot_mu_);
-    all = boot_->allgather(std::to_string(color) + " " + std::to_string(key));
+    all = boot_->allgather(name + " " + std::to_string(color) + " " + std::to_string(key));
   }
   std::vector<std::pair<long long, int>> members;  // (key, rank) of this color
   for (int r = 0; r < nranks_; ++r) {
     long long c = 0, k = 0;
-    if (sscanf(all[static_cast<size_t>(r)].c_str(), "%lld %lld", &c, &k) != 2)
-      raise(dcclInternalError, describe(rank_, op, "rank " + std::to_string(r) + " sent '" + all[static_cast<size_t>(r)] + "'"));
+    const std::string& theirs = all[static_cast<size_t>(r)];
+    const std::string head = name + " ";
+    if (theirs.compare(0, head.size(), head) != 0 || sscanf(theirs.c_str() + head.size(), "%lld %lld", &c, &k) != 2)
+      raise(dcclInvalidUsage,
+            describe(rank_, op, "rank " + std::to_string(r) + " did not call dcclCommSplit with this rank (split #" +
+                                    std::to_string(splits_ - 1) + " of this communicator): it " +
+                                    (theirs.empty() ? "met it in dcclCommDestroy, dcclCommFinalize or another barrier"
+                                                    : "sent '" + theirs.substr(0, 64) + "'") +
+                                    "; every rank must call dcclCommSplit the same number of times, in the same order"));
     if (c == color) members.emplace_back(k, r);
   }
   if (color == DCCL_SPLIT_NOCOLOR) return nullptr;

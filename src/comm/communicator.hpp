@@ -11,6 +11,7 @@
 #include "bootstrap/bootstrap.hpp"
 #include "coll/scratch.hpp"
 #include "core/config.hpp"
+#include "core/process.hpp"
 #include "comm/levels.hpp"
 #include "comm/watchdog.hpp"
 #include "net/transport.hpp"
@@ -80,6 +81,20 @@ class Communicator {
   void* register_buffer(const void* p, size_t bytes);
   void deregister_buffer(void* handle);
 
+  // The process that made this communicator: a fork's child may not use it.
+  const core::ProcessMark& made() const { return made_; }
+  // One thread at a time in the calls that run or queue work (collectives,
+  // send/recv, group end, split): the ranks pair their calls in the order each
+  // rank makes them, and two threads inside one communicator make that order
+  // undefined. enter_call() throws (dcclInvalidUsage) when another thread is
+  // inside, and stops the communicator on every rank, naming the misuse: the
+  // ranks' call sequences may differ from here on. It returns what leave_call()
+  // needs; leave_call() throws when another thread came in meanwhile, so that
+  // both calls fail. A call that throws leaves through drop_call().
+  uint64_t enter_call(const char* fn);
+  void leave_call(const char* fn, uint64_t entered);
+  void drop_call() { caller_.store(false, std::memory_order_release); }
+
   void abort();
   bool aborted() const { return aborted_.load(); }
   // Ends this communicator's work before its state goes (the destructor calls it;
@@ -96,6 +111,8 @@ class Communicator {
   // local. Throws when work did not finish in time or a rank did not come.
   void finalize();
   bool finalized() const { return finalized_.load(); }
+  // Throws dcclInvalidUsage naming `fn` once dcclCommFinalize began.
+  void refuse_if_finalized(const char* fn);
   dcclResult_t async_error() const { return async_code_.load(); }
   std::string async_error_text() const;
   dcclStats_t stats() const;
@@ -169,6 +186,9 @@ class Communicator {
   mutable std::mutex redop_mu_;
   std::vector<PreMul> redops_;
   std::atomic<bool> aborted_{false};
+  core::ProcessMark made_;
+  std::atomic<bool> caller_{false};  // a thread is inside enter_call .. leave_call
+  std::atomic<uint64_t> clashes_{0};  // entries refused because another thread was inside
   std::atomic<dcclResult_t> async_code_{dcclSuccess};
   mutable std::mutex err_mu_;
   std::string async_text_;

@@ -237,6 +237,34 @@ void Communicator::finalize() {
   watchdog_->stop();  // the store's host may now leave first: not a failure
 }
 
+uint64_t Communicator::enter_call(const char* fn) {
+  // One locked instruction per call: the owner's flag is taken by exchange and
+  // given back by a plain release store; a thread that finds it taken owns nothing.
+  if (caller_.exchange(true, std::memory_order_acq_rel) == false) return clashes_.load(std::memory_order_relaxed);
+  clashes_.fetch_add(1, std::memory_order_acq_rel);
+  const std::string text = describe(rank_, fn, std::string("called while another thread was inside a call on the same "
+                                                           "communicator: two threads must not use one communicator at once "
+                                                           "(the ranks would pair their calls in no defined order); the "
+                                                           "communicator is stopped"));
+  if (!failed_.load() && !finalized_.load() && watchdog_) watchdog_->announce(dcclInvalidUsage, text);
+  if (levels_) levels_->abort();
+  set_failed(dcclInvalidUsage, text);
+  raise(dcclInvalidUsage, text);
+}
+
+void Communicator::leave_call(const char* fn, uint64_t entered) {
+  caller_.store(false, std::memory_order_release);
+  if (clashes_.load(std::memory_order_acquire) != entered)
+    raise(dcclInvalidUsage, describe(rank_, fn, "another thread called into this communicator while this call ran: "
+                                                "two threads must not use one communicator at once (the ranks would "
+                                                "pair their calls in no defined order); the communicator is stopped"));
+}
+
+void Communicator::refuse_if_finalized(const char* fn) {
+  std::lock_guard<std::mutex> lk(order_mu_);
+  if (finalizing_) raise(dcclInvalidUsage, describe(rank_, fn, finalized_note));
+}
+
 void Communicator::submit_one(const sched::Op& op, sched::Stream* stream) {
   if (stream) return submit(std::vector<sched::Op>{op}, stream);
   run_ticket(kTakeTicket, std::span<const sched::Op>(&op, 1));

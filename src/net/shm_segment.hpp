@@ -21,6 +21,9 @@ class ShmSegment {
   static_assert(sizeof(std::atomic<uint64_t>) == sizeof(uint64_t), "shared-memory flags must have no hidden state");
   struct alignas(64) Flag {
     std::atomic<uint64_t> v{0};
+    // In0/In1 only: what the chunk belongs to (coll/smem_wait.hpp's chunk_call),
+    // written before v and read after it, on v's cache line.
+    std::atomic<uint64_t> call{0};
   };
   // Rank 0 creates the segment and publishes its name through `publish`; the others
   // `fetch` it and map it. `barrier` runs between mapping and unlinking, so the name

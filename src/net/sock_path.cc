@@ -335,6 +335,9 @@ std::string SockPath::mismatch_note(const Request& r) {
     if (u.tag == r.tag && u.len != r.len)
       return "; count mismatch: rank " + std::to_string(r.peer) + " sent " + std::to_string(u.len) +
              " bytes for it (this rank expects " + std::to_string(r.len) + " bytes)";
+  if (has_call_mark(r.tag))
+    for (const Unexpected& u : c->unexpected)
+      if ((u.tag | kCallMarkBits) == (r.tag | kCallMarkBits)) return call_mismatch_note(r, u.len);
   return "";
 }
 

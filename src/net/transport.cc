@@ -132,6 +132,9 @@ class FabricTransport final : public Transport {
       if (l.ep->peek(l.addr, r.tag, kLengthMarkBits, &got, 100))
         return "; count mismatch: rank " + std::to_string(r.peer) + " sent a message of another length for it (this rank expects " +
                std::to_string(r.len) + " bytes)";
+    if (has_call_mark(r.tag))
+      for (const Lane& l : lanes)
+        if (l.ep->peek(l.addr, r.tag, kLengthMarkBits | kCallMarkBits, &got, 100)) return call_mismatch_note(r, got);
     return "";
   }
   [[noreturn]] void unavailable(const std::string& what) const;
@@ -574,6 +577,13 @@ void FabricTransport::deregister_memory(MemRegion* mr) {
 
 std::unique_ptr<Transport> Transport::create(const TransportOptions& opts) {
   return std::make_unique<FabricTransport>(opts);
+}
+
+std::string call_mismatch_note(const Request& r, size_t got) {
+  return "; call mismatch: rank " + std::to_string(r.peer) +
+         " sent a message for this step of a call that differs from this rank's (another count, datatype, "
+         "collective, op or root; its message has " + std::to_string(got) + " bytes, this rank expects " +
+         std::to_string(r.len) + ")";
 }
 
 }  // namespace dccl::net

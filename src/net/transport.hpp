@@ -23,6 +23,12 @@ inline uint64_t length_mark(size_t len) {
   return ((static_cast<uint64_t>(len) * 0x9E3779B97F4A7C15ULL) >> 58) << 58;
 }
 
+// Collective tags (bits [57:56] = 01) carry a hash of their call in [55:48]
+// (coll::make_coll_tag): ranks whose calls differ never pair. A receive that timed
+// out peeks ignoring these bits too, and says that the calls differ.
+inline constexpr uint64_t kCallMarkBits = 0xffULL << 48;
+inline bool has_call_mark(uint64_t tag) { return ((tag >> 56) & 3) == 1; }
+
 // One outstanding send or receive. The transport fills `done`/`failed`/`error`
 // when its completion is read; it must stay alive (not move) until then.
 // A request may be carried by several messages (parts above the part size, pieces
@@ -60,6 +66,11 @@ struct Request {
     if (pending_parts.fetch_sub(n, std::memory_order_acq_rel) <= n) done.store(true, std::memory_order_release);
   }
 };
+
+// "; call mismatch: rank P sent a message for this step of a call that differs …"
+// for a receive `r` that timed out while the peer's message (`got` bytes) for the
+// same step waited under another call mark.
+std::string call_mismatch_note(const Request& r, size_t got);
 
 // A registered memory region handle (opaque); nullptr means "no descriptor".
 struct MemRegion;

@@ -43,6 +43,7 @@ coll::CtxInit base_init(Resources& res, const Op& op, coll::Label&& name) {
   in.rank = res.rank;
   in.nranks = res.nranks;
   in.seq = op.seq;
+  in.call_mark = call_mark(op);
   in.dt = op.dt;
   in.op = op.op;
   in.spin_us = res.spin_us;

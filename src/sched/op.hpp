@@ -32,4 +32,23 @@ struct Op {
   mem::Backend* backend = nullptr;
 };
 
+// A hash of what must agree between ranks for a collective to pair (collective,
+// count, datatype, and op and root where they matter), 8 bits: carried in every
+// message tag of the operation (coll::make_coll_tag), so that ranks whose calls
+// differ never pair their messages (255 in 256 such differences).
+inline uint32_t call_mark(const Op& op) {
+  const bool reducing = op.coll == tune::Coll::AllReduce || op.coll == tune::Coll::Reduce ||
+                        op.coll == tune::Coll::ReduceScatter;
+  const bool rooted = op.coll == tune::Coll::Reduce || op.coll == tune::Coll::Broadcast;
+  uint64_t h = static_cast<uint64_t>(op.coll) + 1;
+  auto mix = [&h](uint64_t v) { h = (h ^ v) * 0x9E3779B97F4A7C15ULL; h ^= h >> 29; };
+  if (op.coll != tune::Coll::Barrier) {
+    mix(op.count);
+    mix(static_cast<uint64_t>(op.dt));
+  }
+  if (reducing) mix(static_cast<uint64_t>(op.op));
+  if (rooted) mix(static_cast<uint64_t>(op.root));
+  return static_cast<uint32_t>(h >> 56);
+}
+
 }  // namespace dccl::sched

@@ -1,0 +1,259 @@
+// Misuse that used to return wrong data as success, or an unnamed failure (run
+// under dccl-run; each scenario exits 0 when every rank saw what it must):
+//   misuse_check seg-count COLL   ranks on one host pass counts that differ (rank
+//                                 1: 1024 elements more) to all_reduce, all_gather
+//                                 or reduce_scatter on the shared segment's chunked
+//                                 path: every rank fails naming both counts
+//   misuse_check seg-type         all_reduce of 1 Mi float32 on rank 0, int32 on the
+//                                 others (same bytes): every rank fails naming both
+//   misuse_check fork             a forked child calls the parent's communicator:
+//                                 refused (all_reduce and destroy), naming the fork;
+//                                 the parents then reduce correctly
+//   misuse_check threads          two threads of rank 0 inside one communicator at
+//                                 once: both calls fail naming the misuse, and so
+//                                 does rank 1's call (the communicator is stopped)
+//   misuse_check contract         dcclCommRegister of a wrapping or unmapped range,
+//                                 then Split, Register and PreMulSum after
+//                                 dcclCommFinalize: refused with the right codes
+//   misuse_check split-destroy    rank 1 splits while rank 0 destroys: the split
+//                                 fails naming the mismatch (dcclInvalidUsage)
+//   misuse_check check-one        DCCL_CHECK=1 on rank 1 only: init fails on every
+//                                 rank naming DCCL_CHECK
+//   misuse_check ifname           DCCL_SOCKET_IFNAME names no interface: init fails
+//                                 naming it
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dccl/dccl.h"
+
+namespace {
+
+int g_rank = -1;
+
+bool has(const char* text, const char* part) { return text && std::strstr(text, part) != nullptr; }
+
+// Prints the verdict of one expectation; returns 1 when it failed.
+int expect(bool ok, const std::string& what, const char* detail = "") {
+  std::printf("rank %d: %s: %s%s%s\n", g_rank, ok ? "ok" : "FAILED", what.c_str(), *detail ? ": " : "", detail);
+  std::fflush(stdout);
+  return ok ? 0 : 1;
+}
+
+dcclComm_t init() {
+  dcclComm_t c = nullptr;
+  if (dcclCommInitFromEnv(&c) != dcclSuccess) {
+    std::fprintf(stderr, "rank %d: init failed: %s\n", g_rank, dcclGetLastError(nullptr));
+    std::exit(3);
+  }
+  return c;
+}
+
+// Rank 1 passes 1024 elements more; every rank must fail naming both counts.
+int seg_count(const std::string& coll) {
+  dcclComm_t c = init();
+  int n = 0;
+  dcclCommCount(c, &n);
+  const size_t base = size_t{1} << 20, count = base + (g_rank == 1 ? 1024 : 0);
+  std::vector<float> s(count * static_cast<size_t>(n), 1.0f), d(count * static_cast<size_t>(n), 0.0f);
+  dcclResult_t rc = dcclInternalError;
+  if (coll == "all_reduce") rc = dcclAllReduce(s.data(), d.data(), count, dcclFloat32, dcclSum, c, nullptr);
+  if (coll == "all_gather") rc = dcclAllGather(s.data(), d.data(), count, dcclFloat32, c, nullptr);
+  if (coll == "reduce_scatter") rc = dcclReduceScatter(s.data(), d.data(), count, dcclFloat32, dcclSum, c, nullptr);
+  const char* msg = dcclGetLastError(c);
+  const bool ok = rc == dcclInvalidUsage && has(msg, "the calls differ between ranks") &&
+                  has(msg, std::to_string(base).c_str()) && has(msg, std::to_string(base + 1024).c_str());
+  int bad = expect(ok, coll + " of " + std::to_string(count) + " elements refused naming both counts",
+                   rc == dcclSuccess ? "returned dcclSuccess" : msg);
+  dcclCommDestroy(c);
+  return bad;
+}
+
+int seg_type() {
+  dcclComm_t c = init();
+  const size_t count = size_t{1} << 20;
+  std::vector<uint32_t> s(count, 0x3f800000u), d(count, 0);  // 1.0f as float32, 1065353216 as int32
+  const dcclDataType_t t = g_rank == 0 ? dcclFloat32 : dcclInt32;
+  const dcclResult_t rc = dcclAllReduce(s.data(), d.data(), count, t, dcclSum, c, nullptr);
+  const char* msg = dcclGetLastError(c);
+  const bool ok = rc == dcclInvalidUsage && has(msg, "float32") && has(msg, "int32") &&
+                  has(msg, "the calls differ between ranks");
+  int bad = expect(ok, "all_reduce float32 against int32 refused naming both", rc == dcclSuccess ? "returned dcclSuccess" : msg);
+  dcclCommDestroy(c);
+  return bad;
+}
+
+// All-reduce of rank-dependent values, checked against the sum computed here.
+int checked_allreduce(dcclComm_t c, int n, const char* what) {
+  const size_t count = 4096;
+  std::vector<float> s(count), d(count, -1.0f);
+  for (size_t i = 0; i < count; ++i) s[i] = static_cast<float>(g_rank + 1) * static_cast<float>(i % 7);
+  const dcclResult_t rc = dcclAllReduce(s.data(), d.data(), count, dcclFloat32, dcclSum, c, nullptr);
+  size_t wrong = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const double want = static_cast<double>(n) * (n + 1) / 2.0 * static_cast<double>(i % 7);
+    if (static_cast<double>(d[i]) != want) ++wrong;
+  }
+  return expect(rc == dcclSuccess && wrong == 0, what, rc != dcclSuccess ? dcclGetLastError(c) : wrong ? "wrong data" : "");
+}
+
+int fork_case() {
+  dcclComm_t c = init();
+  int n = 0;
+  dcclCommCount(c, &n);
+  dcclStream_t st = nullptr;
+  dcclStreamCreate(&st);
+  int bad = checked_allreduce(c, n, "all_reduce before the fork");
+  const pid_t child = fork();
+  if (child == 0) {
+    std::vector<float> s(4096, 100.0f), d(4096, 0.0f);
+    const dcclResult_t rc = dcclAllReduce(s.data(), d.data(), s.size(), dcclFloat32, dcclSum, c, nullptr);
+    int cbad = expect(rc == dcclInvalidUsage && has(dcclGetLastError(c), "is a fork of pid"),
+                      "the child's all_reduce on its parent's communicator is refused", dcclGetLastError(c));
+    const dcclResult_t rs = dcclStreamSynchronize(st);
+    cbad += expect(rs == dcclInvalidUsage && has(dcclGetLastError(nullptr), "is a fork of pid"),
+                   "the child's synchronize of its parent's stream is refused", dcclGetLastError(nullptr));
+    const dcclResult_t rd = dcclCommDestroy(c);
+    cbad += expect(rd == dcclInvalidUsage && has(dcclGetLastError(nullptr), "left as it is"),
+                   "the child's destroy leaves the parent's communicator alone", dcclGetLastError(nullptr));
+    std::fflush(stdout);
+    _exit(cbad ? 1 : 0);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  bad += expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the forked child saw every refusal");
+  bad += checked_allreduce(c, n, "all_reduce after the child's calls");
+  dcclStreamDestroy(st);
+  bad += expect(dcclCommDestroy(c) == dcclSuccess, "destroy in the parent", dcclGetLastError(nullptr));
+  return bad;
+}
+
+// Rank 0: thread A calls all_reduce and waits inside for rank 1 (500 ms late);
+// thread B calls while A is inside. Both must fail naming the misuse, and rank 1's
+// call must fail too (the communicator was stopped on every rank).
+int threads_case() {
+  dcclComm_t c = init();
+  std::vector<float> a(1024, 1.0f), b(1024, 2.0f), ra(1024), rb(1024);
+  const char* misuse = "two threads must not use one communicator at once";
+  int bad = 0;
+  if (g_rank == 0) {
+    dcclResult_t rca = dcclSuccess;
+    std::string msga;
+    std::thread ta([&] {
+      rca = dcclAllReduce(a.data(), ra.data(), a.size(), dcclFloat32, dcclSum, c, nullptr);
+      msga = dcclGetLastError(c);
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const dcclResult_t rcb = dcclAllReduce(b.data(), rb.data(), b.size(), dcclFloat32, dcclSum, c, nullptr);
+    bad += expect(rcb == dcclInvalidUsage && has(dcclGetLastError(c), misuse), "the second thread's call is refused",
+                  dcclGetLastError(c));
+    ta.join();
+    bad += expect(rca != dcclSuccess && has(msga.c_str(), misuse), "the first thread's call fails too", msga.c_str());
+  } else {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    const dcclResult_t rc = dcclAllReduce(a.data(), ra.data(), a.size(), dcclFloat32, dcclSum, c, nullptr);
+    bad += expect(rc != dcclSuccess && has(dcclGetLastError(c), misuse), "the peer's call fails naming the misuse",
+                  rc == dcclSuccess ? "returned dcclSuccess" : dcclGetLastError(c));
+  }
+  dcclCommDestroy(c);
+  return bad;
+}
+
+int contract_case() {
+  dcclComm_t c = init();
+  int bad = 0;
+  std::vector<char> buf(1 << 16);
+  void* h = nullptr;
+  dcclResult_t rc = dcclCommRegister(c, buf.data(), SIZE_MAX, &h);
+  bad += expect(rc == dcclInvalidArgument && has(dcclGetLastError(nullptr), "wraps"), "register of SIZE_MAX bytes",
+                dcclGetLastError(nullptr));
+  void* gone = mmap(nullptr, 1 << 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  munmap(gone, 1 << 16);
+  rc = dcclCommRegister(c, gone, 1 << 16, &h);
+  bad += expect(rc == dcclInvalidArgument && has(dcclGetLastError(nullptr), "not mapped"), "register of unmapped memory",
+                dcclGetLastError(nullptr));
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  char* two = static_cast<char*>(mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  munmap(two + page, page);
+  rc = dcclCommRegister(c, two, 2 * page, &h);
+  bad += expect(rc == dcclInvalidArgument && has(dcclGetLastError(nullptr), "not mapped"),
+                "register past the end of a mapping", dcclGetLastError(nullptr));
+  munmap(two, page);
+  rc = dcclCommRegister(c, buf.data(), buf.size(), &h);
+  bad += expect(rc == dcclSuccess && h != nullptr, "register of a live buffer", dcclGetLastError(nullptr));
+  if (rc == dcclSuccess) bad += expect(dcclCommDeregister(c, h) == dcclSuccess, "deregister");
+
+  bad += expect(dcclCommFinalize(c) == dcclSuccess, "finalize", dcclGetLastError(nullptr));
+  dcclComm_t sub = nullptr;
+  rc = dcclCommSplit(c, 0, g_rank, &sub, nullptr);
+  bad += expect(rc == dcclInvalidUsage && has(dcclGetLastError(nullptr), "finalized"), "split after finalize",
+                dcclGetLastError(nullptr));
+  rc = dcclCommRegister(c, buf.data(), buf.size(), &h);
+  bad += expect(rc == dcclInvalidUsage && has(dcclGetLastError(nullptr), "finalized"), "register after finalize",
+                dcclGetLastError(nullptr));
+  float scalar = 2.0f;
+  dcclRedOp_t op;
+  rc = dcclRedOpCreatePreMulSum(&op, &scalar, dcclFloat32, dcclScalarHostImmediate, c);
+  bad += expect(rc == dcclInvalidUsage && has(dcclGetLastError(nullptr), "finalized"), "PreMulSum after finalize",
+                dcclGetLastError(nullptr));
+  bad += expect(dcclCommDestroy(c) == dcclSuccess, "destroy after finalize", dcclGetLastError(nullptr));
+  return bad;
+}
+
+int split_destroy_case() {
+  dcclComm_t c = init();
+  if (g_rank == 0) return expect(dcclCommDestroy(c) == dcclSuccess, "destroy", dcclGetLastError(nullptr));
+  dcclComm_t sub = nullptr;
+  const dcclResult_t rc = dcclCommSplit(c, 0, 0, &sub, nullptr);
+  const char* msg = dcclGetLastError(nullptr);
+  const int bad = expect(rc == dcclInvalidUsage && has(msg, "rank 0 did not call dcclCommSplit"),
+                         "split against a destroy names the mismatch", msg);
+  dcclCommAbort(c);  // rank 0 is gone: a destroy would wait for it
+  return bad;
+}
+
+// Init must fail on this rank with dcclInvalidUsage/Argument naming `part`.
+int init_fails(const char* part, const char* what) {
+  dcclComm_t c = nullptr;
+  const dcclResult_t rc = dcclCommInitFromEnv(&c);
+  const char* msg = dcclGetLastError(nullptr);
+  if (rc == dcclSuccess) dcclCommDestroy(c);
+  return expect((rc == dcclInvalidUsage || rc == dcclInvalidArgument) && has(msg, part), what,
+                rc == dcclSuccess ? "init succeeded" : msg);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  const char* r = std::getenv("DCCL_RANK");
+  g_rank = r ? std::atoi(r) : -1;
+  if (mode == "seg-count" && argc > 2) return seg_count(argv[2]);
+  if (mode == "seg-type") return seg_type();
+  if (mode == "fork") return fork_case();
+  if (mode == "threads") return threads_case();
+  if (mode == "contract") return contract_case();
+  if (mode == "split-destroy") return split_destroy_case();
+  if (mode == "check-one") {
+    if (g_rank == 1) setenv("DCCL_CHECK", "1", 1);
+    return init_fails("DCCL_CHECK", "init with DCCL_CHECK on rank 1 only");
+  }
+  if (mode == "ifname") {
+    setenv("DCCL_SOCKET_IFNAME", "nosuchif0", 1);
+    return init_fails("nosuchif0", "init with DCCL_SOCKET_IFNAME naming no interface");
+  }
+  std::fprintf(stderr,
+               "usage: misuse_check seg-count all_reduce|all_gather|reduce_scatter | seg-type | fork | threads | "
+               "contract | split-destroy | check-one | ifname\n");
+  return 2;
+}
