@@ -2,9 +2,11 @@
 // ranks with the same secret connect, with different secrets they do not; what
 // a listener on the wire sees holds no byte sequence of the secret; a captured
 // introduction replayed on a second connection to the same listener is refused
-// while the genuine one goes through.
+// while the genuine one goes through; an impostor that knows everything but the
+// secret is refused.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -156,6 +158,48 @@ TEST(SockIntro, ReplayedIntroductionIsRefused) {
   EXPECT_EQ(b.limit(0), 1u << 20);
   close(replay);
   close(genuine);
+}
+
+// A process that read rank 1's connection blob (the store's traffic is not
+// encrypted) introduces itself as rank 0 without the job secret: rank 1 does
+// not take it (before, the blob's number was all it took).
+TEST(SockIntro, ImpostorWithoutTheSecretIsRefused) {
+  const Secret s = boot::random_secret();
+  SockPath b(1, 1 << 20, 1000ms, {"127.0.0.1"}, {}, s);
+  uint64_t nonce_b = 0;
+  uint16_t port_b = 0;
+  parse_address(b.address(), &nonce_b, &port_b);
+  std::string err = "accepted";
+  std::thread t([&] {
+    try {
+      b.connect({{0, "sock1 1024 1 127.0.0.1:1"}, {0, b.address()}});
+    } catch (const core::Error& e) {
+      err = e.what();
+    }
+  });
+  Secret guess = s;
+  guess[0] ^= 1;
+  const IntroKey key{guess, 2};
+  const IntroPair pair{0, 1, 1, nonce_b};
+  const int fd = connect_loopback(port_b);
+  const IntroNonce nc = IntroNonce::fresh();
+  char hello[kIntroHelloBytes], answer[kIntroAnswerBytes], proof[kIntroProofBytes];
+  intro_hello(hello, pair, nc);
+  ASSERT_EQ(send(fd, hello, sizeof(hello), MSG_NOSIGNAL), static_cast<ssize_t>(sizeof(hello)));
+  size_t got = 0;
+  pollfd pf{fd, POLLIN, 0};
+  while (got < sizeof(answer) && poll(&pf, 1, 2000) > 0) {
+    const ssize_t k = recv(fd, answer + got, sizeof(answer) - got, 0);
+    if (k <= 0) break;
+    got += static_cast<size_t>(k);
+  }
+  ASSERT_EQ(got, sizeof(answer));
+  EXPECT_FALSE(intro_check_answer(answer, key, pair, nc, proof)) << "the answer verified under another secret";
+  memset(proof, 0x5a, sizeof(proof));  // the best an impostor can send
+  ASSERT_EQ(send(fd, proof, sizeof(proof), MSG_NOSIGNAL), static_cast<ssize_t>(sizeof(proof)));
+  t.join();
+  close(fd);
+  EXPECT_NE(err.find("no connection with rank(s) 0"), std::string::npos) << err;
 }
 
 }  // namespace
