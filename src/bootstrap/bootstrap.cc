@@ -95,7 +95,9 @@ struct Bootstrap::Impl {
   void connect(const UniqueIdData& id, Clock::time_point dl);
   // True when welcomed; false (with *retry_why) when the store asks us to come
   // back (busy) or closed the connection before answering; throws when refused.
-  bool handshake(const wire::Hello& hello, const Wait& w, std::string* retry_why);
+  // The challenge-response: reads the store's CHALLENGE, answers with HELLO and
+  // its proof, checks WELCOME's proof. The secret itself is never sent.
+  bool handshake(const std::array<uint8_t, 16>& secret, wire::Hello hello, const Wait& w, std::string* retry_why);
   // connect + handshake until welcomed or the deadline.
   void join(const UniqueIdData& id, const wire::Hello& hello, const Wait& w);
   // Polls fd for `events` until ready (true) or the deadline (false); throws
@@ -162,19 +164,35 @@ void Bootstrap::Impl::connect(const UniqueIdData& id, Clock::time_point dl) {
                             "); is the root rank running, and is the address (DCCL_SOCKET_IFNAME) right?");
 }
 
-bool Bootstrap::Impl::handshake(const wire::Hello& hello, const Wait& w, std::string* retry_why) {
+bool Bootstrap::Impl::handshake(const std::array<uint8_t, 16>& secret, wire::Hello hello, const Wait& w,
+                                std::string* retry_why) {
   const std::string op = "bootstrap connect";
-  std::string out;
-  wire::append_hello(out, hello);
   wire::Frame f;
+  wire::Nonce store_nonce{};
+  bool challenged = false;
   peer_closed = false;
   try {
-    send_all(out, w, op);
-    f = recv_frame(w, op, "the store's answer to HELLO");
+    f = recv_frame(w, op, "the store's challenge");
+    if (f.type == FrameType::Challenge) {
+      if (f.version != wire::kProtocolVersion)
+        fail(dcclRemoteError, op, "the store at " + where + " speaks protocol version " + std::to_string(f.version) +
+                                      ", this library " + std::to_string(wire::kProtocolVersion) +
+                                      ": every rank and the store must run the same DirectCCL");
+      hello.nonce = wire::fresh_nonce();
+      hello.proof = wire::hello_proof(secret, wire::Prover::Client, f.nonce, hello);
+      store_nonce = f.nonce;
+      challenged = true;
+      std::string out;
+      wire::append_hello(out, hello);
+      send_all(out, w, op);
+      f = recv_frame(w, op, "the store's answer to HELLO");
+    }
   } catch (const core::Error& e) {
     if (e.code() != dcclRemoteError || !peer_closed) throw;
-    *retry_why = "the store closed the connection before answering HELLO (connection limits, or not a "
-                 "DirectCCL store?)";
+    *retry_why = challenged ? "the store closed the connection before answering HELLO (connection limits?)"
+                            : "the store closed the connection before sending its challenge (connection limits, "
+                              "or not a DirectCCL store of protocol version " +
+                                  std::to_string(wire::kProtocolVersion) + "?)";
     return false;
   }
   if (f.type == FrameType::Refused) {
@@ -188,9 +206,12 @@ bool Bootstrap::Impl::handshake(const wire::Hello& hello, const Wait& w, std::st
                                      std::string(why.substr(wire::kConflict.size())));
     fail(dcclRemoteError, op, "the store at " + where + " refused the connection: " + f.value);
   }
-  if (f.type != FrameType::Welcome)
-    fail(dcclRemoteError, op, std::string("protocol error: the store at ") + where + " answered HELLO with " +
-                                  wire::type_name(f.type));
+  if (f.type != FrameType::Welcome || !challenged)
+    fail(dcclRemoteError, op, std::string("protocol error: the store at ") + where + " sent " +
+                                  wire::type_name(f.type) + (challenged ? " in answer to HELLO" : " before its challenge"));
+  if (!wire::proof_ok(f.proof, wire::hello_proof(secret, wire::Prover::Store, store_nonce, hello)))
+    fail(dcclRemoteError, op, "the process answering at " + where + " did not prove that it knows the job "
+                                  "secret: it is not this job's store (another job's, or an impostor)");
   store_host = f.value;
   return true;
 }
@@ -212,7 +233,7 @@ void Bootstrap::Impl::join(const UniqueIdData& id, const wire::Hello& hello, con
       give_up();
     }
     ++attempts;
-    if (handshake(hello, w, &why)) return;
+    if (handshake(id.secret, hello, w, &why)) return;
     DCCL_TRACE("rank %d: the store at %s turned us away (%s); trying again", rank, where.c_str(), why.c_str());
     fd.reset();
     in.clear();
@@ -409,8 +430,7 @@ Bootstrap::Bootstrap(const UniqueIdData& id, int rank, int nranks, std::chrono::
                 "key namespace of " + std::to_string(impl_->ns.size()) + " bytes exceeds " +
                     std::to_string(wire::kMaxNamespace));
   if (impl_->server) impl_->server->set_host_rank(rank);
-  wire::Hello hello;
-  hello.secret = id.secret;
+  wire::Hello hello;  // its nonce and proof are made per connection, for the store's challenge
   hello.rank = rank;
   hello.nranks = nranks;
   hello.flags = role == Role::Watch ? wire::kHelloWatch : 0;

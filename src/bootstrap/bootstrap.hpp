@@ -17,14 +17,16 @@ class Bootstrap {
   enum class Role { Rank, Watch };
 
   // Connects to the store in `id` (retrying until `timeout`, also when the store
-  // is busy or drops the connection before answering), presents the secret and
-  // claims (ns, rank, nranks). If `server` is given (rank 0), this object owns it
-  // and tells it which rank hosts it. Throws core::Error naming rank and cause:
-  // dcclTimeout when the store is unreachable in time, dcclInvalidUsage when the
-  // store refuses the claim (the rank is held by a live process, or the world
-  // size differs; the message names both claims), dcclRemoteError when refused
-  // otherwise (wrong secret). `ns` (at most 256 bytes) prefixes every key, so
-  // several communicators can share one store; claims are per namespace.
+  // is busy or drops the connection before answering), proves it knows the
+  // secret (and checks that the store does) and claims (ns, rank, nranks). If
+  // `server` is given (rank 0), this object owns it and tells it which rank hosts
+  // it. Throws core::Error naming rank and cause: dcclTimeout when the store is
+  // unreachable in time, dcclInvalidUsage when the store refuses the claim (the
+  // rank is held by a live process, or the world size differs; the message names
+  // both claims), dcclRemoteError when refused otherwise (wrong secret) or when
+  // what answers does not prove the secret. `ns` (at most 256 bytes) prefixes
+  // every key, so several communicators can share one store; claims are per
+  // namespace.
   Bootstrap(const UniqueIdData& id, int rank, int nranks, std::chrono::milliseconds timeout,
             std::unique_ptr<StoreServer> server = nullptr, std::string ns = "", Role role = Role::Rank);
 

@@ -1,6 +1,7 @@
 #include "bootstrap/secret_file.hpp"
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -56,22 +57,64 @@ bool private_dir(const char* path) {
          (st.st_mode & 077) == 0;
 }
 
-bool usable_dir(const char* path) {
+bool usable_dir(const std::string& path) {
   struct stat st{};
-  return stat(path, &st) == 0 && S_ISDIR(st.st_mode) && access(path, W_OK | X_OK) == 0;
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && access(path.c_str(), W_OK | X_OK) == 0;
+}
+
+// "uid 1001 (alice)", the name when the system knows it.
+std::string owner_text(uid_t uid) {
+  std::string out = "uid " + std::to_string(uid);
+  passwd pw{}, *found = nullptr;
+  char buf[4096];
+  if (getpwuid_r(uid, &pw, buf, sizeof(buf), &found) == 0 && found && found->pw_name)
+    out += std::string(" (") + found->pw_name + ")";
+  return out;
+}
+
+std::string mode_text(mode_t m) {
+  char t[8];
+  snprintf(t, sizeof(t), "%04o", static_cast<unsigned>(m & 07777));
+  return t;
+}
+
+// Why an existing entry must not be used as this user's directory, or "".
+std::string untrusted_dir(const struct stat& st) {
+  if (!S_ISDIR(st.st_mode)) return "it is not a directory";
+  if (st.st_uid != geteuid())
+    return "it belongs to " + owner_text(st.st_uid) + ", not to this user (" + owner_text(geteuid()) + ")";
+  if ((st.st_mode & 022) != 0) return "its mode is " + mode_text(st.st_mode) + ": others may create files in it";
+  return "";
+}
+
+// <base>/dccl-<uid>: made mode 0700 when missing. "" and *why when something
+// else is in the way.
+std::string user_dir(const std::string& base, std::string* why) {
+  const std::string dir = base + "/dccl-" + std::to_string(geteuid());
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    struct stat st{};
+    if (lstat(dir.c_str(), &st) == 0) {
+      *why = untrusted_dir(st);
+      return why->empty() ? dir : "";
+    }
+    if (errno != ENOENT) break;
+    if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) break;  // EEXIST: another rank made it meanwhile
+  }
+  *why = sock::errno_text(errno);
+  return "";
+}
+
+std::vector<std::string>& bases() {
+  static std::vector<std::string> b = {"/dev/shm", "/tmp"};
+  return b;
 }
 
 // Why an open file must not be trusted, or "" when it is this user's and private.
 std::string untrusted(const struct stat& st) {
   if (!S_ISREG(st.st_mode)) return "it is not a regular file";
   if (st.st_uid != geteuid())
-    return "it belongs to uid " + std::to_string(st.st_uid) + ", not to this user (uid " +
-           std::to_string(geteuid()) + ")";
-  if ((st.st_mode & 077) != 0) {
-    char m[8];
-    snprintf(m, sizeof(m), "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    return std::string("its mode is ") + m + ": others may read or write it";
-  }
+    return "it belongs to " + owner_text(st.st_uid) + ", not to this user (" + owner_text(geteuid()) + ")";
+  if ((st.st_mode & 077) != 0) return "its mode is " + mode_text(st.st_mode) + ": others may read or write it";
   return "";
 }
 
@@ -197,13 +240,39 @@ Registry& registry() {
   core::raise(dcclSystemError, core::describe(rank, op, what));
 }
 
+std::string path_for(int rank, const std::string& op, const std::string& job) {
+  try {
+    return secret_path(job);
+  } catch (const core::Error& e) {
+    sys_fail(rank, op, e.what());
+  }
+}
+
 }  // namespace
 
 std::string secret_dir() {
   const char* xdg = getenv("XDG_RUNTIME_DIR");
   if (private_dir(xdg)) return xdg;
-  if (usable_dir("/dev/shm")) return "/dev/shm";
-  return "/tmp";
+  std::string refused;  // what stood in the way, per base
+  for (const std::string& base : bases()) {
+    if (!usable_dir(base)) continue;
+    std::string why;
+    const std::string dir = user_dir(base, &why);
+    if (!dir.empty()) {
+      if (!refused.empty())
+        DCCL_WARN("job secret files go to %s: %s", dir.c_str(), refused.c_str());
+      return dir;
+    }
+    refused += (refused.empty() ? "" : "; ") + base + "/dccl-" + std::to_string(geteuid()) + " is unusable: " + why;
+  }
+  core::raise(dcclSystemError,
+              "no private directory for the job secret file: " + (refused.empty() ? "no writable /dev/shm or /tmp" : refused) +
+                  ". Remove what is in the way, set XDG_RUNTIME_DIR to a directory only this user may enter, or "
+                  "give every rank the same DCCL_SECRET");
+}
+
+void set_secret_bases(std::vector<std::string> b) {
+  bases() = b.empty() ? std::vector<std::string>{"/dev/shm", "/tmp"} : std::move(b);
 }
 
 std::string secret_path(const std::string& job) {
@@ -233,7 +302,7 @@ SecretFile::~SecretFile() {
 std::array<uint8_t, 16> publish_secret(const std::string& job, int nranks, uint16_t port, int rank,
                                        std::string* path_out, const std::array<uint8_t, 16>* reuse) {
   const std::string op = "publish job secret";
-  const std::string path = secret_path(job);
+  const std::string path = path_for(rank, op, job);
   if (path_out) *path_out = path;
   Content c;
   c.job = printable(job);
@@ -299,7 +368,7 @@ std::array<uint8_t, 16> publish_secret(const std::string& job, int nranks, uint1
 SharedSecret read_secret(const std::string& job, int rank, Clock::time_point deadline,
                          std::chrono::milliseconds timeout) {
   const std::string op = "read job secret";
-  const std::string path = secret_path(job);
+  const std::string path = path_for(rank, op, job);
   auto pause = std::chrono::milliseconds(5);
   std::string last = "no such file";
   for (;;) {

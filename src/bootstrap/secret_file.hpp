@@ -3,7 +3,8 @@
 //
 // Rank 0 makes a random secret and writes it to a file that only this user can
 // read (mode 0600, created exclusively under a temporary name and linked into
-// place, so a reader never sees it half written), and holds an exclusive flock on
+// place, so a reader never sees it half written), in a directory that only this
+// user can create files in (secret_dir()), and holds an exclusive flock on
 // it for as long as the file is in use: the lock tells a live file from one that
 // a killed process left behind. The other ranks wait for the file, check that it
 // belongs to this user and that nobody else may read it, that its lock is held
@@ -20,12 +21,20 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace dccl::boot {
 
 // The directory: $XDG_RUNTIME_DIR when it is a directory of this user's that
-// nobody else may enter, else /dev/shm, else /tmp.
+// nobody else may enter; else dccl-<uid> in /dev/shm (else in /tmp), made mode
+// 0700 when missing and used only when it is a real directory of this user's
+// that nobody else may create files in, so that no other user can take or
+// block the file's name. A dccl-<uid> of another user's (planted) is passed
+// over with a WARN naming its owner; throws core::Error(dcclSystemError) naming
+// what is in the way when no directory is left.
 std::string secret_dir();
+// Tests: the directories tried in place of /dev/shm and /tmp (empty: those).
+void set_secret_bases(std::vector<std::string> bases);
 // secret_dir()/dccl-secret-<uid>-<hash of job>.
 std::string secret_path(const std::string& job);
 

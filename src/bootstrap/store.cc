@@ -17,10 +17,18 @@ namespace detail {
 using wire::FrameType;
 
 namespace {
-bool secrets_equal(const std::array<uint8_t, 16>& a, const std::array<uint8_t, 16>& b) {
-  volatile uint8_t diff = 0;  // constant time: no early exit
-  for (size_t i = 0; i < a.size(); ++i) diff = static_cast<uint8_t>(diff | (a[i] ^ b[i]));
-  return diff == 0;
+// The HELLO's fields, as its proof covers them.
+wire::Hello hello_of(const wire::Frame& f) {
+  wire::Hello h;
+  h.nonce = f.nonce;
+  h.rank = f.rank;
+  h.nranks = f.nranks;
+  h.flags = f.flags;
+  h.pid = f.pid;
+  h.ns = f.ns;
+  h.host = f.host;
+  h.version = f.version;
+  return h;
 }
 }  // namespace
 
@@ -29,7 +37,7 @@ void Server::process(uint64_t cid, Conn& c) {
     const auto* p = reinterpret_cast<const uint8_t*>(c.in.data()) + c.in_off;
     const size_t n = c.in.size() - c.in_off;
     // Before HELLO only a HELLO header is acceptable: never buffer a large frame
-    // for someone who has not shown the secret.
+    // for someone who has not proved it knows the secret.
     if (!c.authed && n >= wire::kHeaderBytes && p[4] != static_cast<uint8_t>(FrameType::Hello)) {
       kill(c, "first frame has type " + std::to_string(p[4]) + ", not HELLO", true);
       return;
@@ -54,13 +62,15 @@ void Server::process(uint64_t cid, Conn& c) {
 
 void Server::handle(uint64_t cid, Conn& c, wire::Frame& f) {
   if (!c.authed) {  // the type was checked in process()
+    const wire::Hello said = hello_of(f);
     std::string refusal;
     bool conflict = false;
     if (f.version != wire::kProtocolVersion)
       refusal = "protocol version " + std::to_string(f.version) + " (the store speaks " +
                 std::to_string(wire::kProtocolVersion) + ")";
-    else if (!secrets_equal(f.secret, id_.secret))
-      refusal = "wrong job secret: the client's unique id belongs to another job";
+    else if (!wire::proof_ok(f.proof, wire::hello_proof(id_.secret, wire::Prover::Client, c.nonce, said)))
+      refusal = "wrong job secret: the HELLO's proof does not match this connection's challenge (the client's "
+                "unique id or DCCL_SECRET belongs to another job, or the HELLO was replayed)";
     else if (nauthed_ >= lim_.max_connections)
       refusal = std::string(wire::kBusy) + "too many connections: " + std::to_string(nauthed_) +
                 " authenticated connections open (the limit)";
@@ -86,7 +96,8 @@ void Server::handle(uint64_t cid, Conn& c, wire::Frame& f) {
       --npending_;
     }
     ++nauthed_;
-    wire::append_welcome(c.out, welcome_text());
+    wire::append_welcome(c.out, wire::hello_proof(id_.secret, wire::Prover::Store, c.nonce, said),
+                         welcome_text());
     mark(cid, c);
     DCCL_TRACE("%s: %s joined", where_.c_str(), who(c).c_str());
     return;

@@ -1,5 +1,6 @@
 // Rendezvous store hosted by rank 0: a TCP key/value server with blocking get.
-// Every connection must first present the job secret; others are refused. The
+// Every connection must first prove it knows the job secret, answering the
+// store's challenge (bootstrap/wire.hpp); others are refused. The
 // HELLO also claims (namespace, rank, world size): a rank claimed by a live
 // connection, or a world size other than the namespace's, is refused with both
 // claims named (and, while the namespace is still forming, fails it for every rank).
@@ -15,7 +16,7 @@
 namespace dccl::boot {
 
 // Bounds that protect the store from a misbehaving or hostile peer.
-// Connections that have not presented the secret yet cost the job nothing: they
+// Connections that have not proved the secret yet cost the job nothing: they
 // are bounded by max_pending (the oldest is dropped for a new one) and by
 // hello_timeout, and never count against max_connections.
 struct StoreLimits {

@@ -156,6 +156,9 @@ void Server::accept_all() {
     ++npending_;
     pending_.push_back(cid);
     DCCL_TRACE("%s: connection from %s", where_.c_str(), c.peer.c_str());
+    c.nonce = wire::fresh_nonce();  // the challenge, answered by HELLO's proof
+    wire::append_challenge(c.out, c.nonce);
+    flush(c);
     read_conn(cid, c);
     if (c.dead) close_conn(cid);
     enforce_pending_cap();

@@ -28,6 +28,7 @@ struct Conn {
   std::string peer;
   bool authed = false;
   bool pending = false;  // counted in Server::npending_ (not yet authenticated)
+  wire::Nonce nonce{};   // this connection's challenge, sent on accept
   int rank = -1, nranks = 0;
   bool claims = false;   // holds (ns, rank) in its Space: a rank's own connection, not a watcher
   std::string ns, host;  // from HELLO

@@ -9,12 +9,12 @@
 #include "bootstrap/unique_id.hpp"
 
 #include <arpa/inet.h>
-#include <sys/random.h>
 
 #include <cerrno>
 #include <cstring>
 
 #include "core/error.hpp"
+#include "core/hmac.hpp"
 
 namespace dccl::boot {
 
@@ -136,17 +136,17 @@ dcclUniqueId id_from_hex(const std::string& hex) {
 
 std::array<uint8_t, 16> random_secret() {
   std::array<uint8_t, 16> s{};
-  size_t got = 0;
-  while (got < s.size()) {
-    ssize_t n = getrandom(s.data() + got, s.size() - got, 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      core::raise(dcclSystemError,
-                  core::describe(-1, "generate job secret", std::string("getrandom: ") + strerror(errno)));
-    }
-    got += static_cast<size_t>(n);
-  }
+  core::random_bytes(s.data(), s.size(), "generate job secret");
   return s;
+}
+
+std::array<uint8_t, 16> child_secret(const std::array<uint8_t, 16>& parent, const std::array<uint8_t, 16>& salt) {
+  const core::Digest d = core::hmac_fields(
+      parent.data(), parent.size(),
+      {"dccl child communicator secret", std::string_view(reinterpret_cast<const char*>(salt.data()), salt.size())});
+  std::array<uint8_t, 16> out{};
+  std::memcpy(out.data(), d.data(), out.size());
+  return out;
 }
 
 std::array<uint8_t, 16> secret_from_hex(const std::string& hex) {

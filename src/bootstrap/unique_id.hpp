@@ -23,5 +23,9 @@ std::string id_to_hex(const dcclUniqueId& id);
 dcclUniqueId id_from_hex(const std::string& hex);  // throws on bad text
 std::array<uint8_t, 16> random_secret();            // from getrandom()
 std::array<uint8_t, 16> secret_from_hex(const std::string& hex);  // 32 hex digits
+// The secret of a communicator split from one with secret `parent`: the first
+// 16 bytes of HMAC-SHA256(parent, label, salt). The salt may travel in the clear
+// (through the parent's store); the result is known only to holders of `parent`.
+std::array<uint8_t, 16> child_secret(const std::array<uint8_t, 16>& parent, const std::array<uint8_t, 16>& salt);
 
 }  // namespace dccl::boot

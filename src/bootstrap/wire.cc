@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/error.hpp"
+#include "core/hmac.hpp"
 
 namespace dccl::boot::wire {
 
@@ -15,8 +16,9 @@ struct Bounds {
 // Payload bounds per type; false for an unknown type byte.
 bool bounds_of(uint8_t type, Bounds* b) {
   switch (static_cast<FrameType>(type)) {
-    case FrameType::Hello: *b = {kHelloV1Payload, kHelloMaxPayload}; return true;
-    case FrameType::Welcome: *b = {4, 4 + kMaxReason}; return true;
+    case FrameType::Challenge: *b = {kChallengePayload, kChallengePayload}; return true;
+    case FrameType::Hello: *b = {kHelloMinPayload, kHelloMaxPayload}; return true;
+    case FrameType::Welcome: *b = {4 + kProofBytes, 4 + kProofBytes + kMaxReason}; return true;
     case FrameType::Refused: *b = {0, kMaxReason}; return true;
     case FrameType::Set:
     case FrameType::Lease: *b = {12, 12 + kMaxKey + kMaxValue}; return true;
@@ -84,6 +86,7 @@ const char* type_name(FrameType t) {
     case FrameType::Error: return "ERROR";
     case FrameType::Lease: return "LEASE";
     case FrameType::Unlease: return "UNLEASE";
+    case FrameType::Challenge: return "CHALLENGE";
   }
   return "UNKNOWN";
 }
@@ -131,23 +134,24 @@ ParseResult parse_frame(const uint8_t* data, size_t size) {
   f.type = ft;
   auto rest = [&](const uint8_t* from) { return std::string(reinterpret_cast<const char*>(from), end - from); };
   switch (ft) {
+    case FrameType::Challenge:
+      f.version = get_u32(p);
+      std::memcpy(f.nonce.data(), p + 4, kNonceBytes);
+      break;
     case FrameType::Hello: {
       f.version = get_u32(p);
-      std::memcpy(f.secret.data(), p + 4, 16);
-      f.rank = static_cast<int32_t>(get_u32(p + 20));
-      f.nranks = static_cast<int32_t>(get_u32(p + 24));
+      std::memcpy(f.nonce.data(), p + 4, kNonceBytes);
+      std::memcpy(f.proof.data(), p + 4 + kNonceBytes, kProofBytes);
+      const uint8_t* q = p + 4 + kNonceBytes + kProofBytes;
+      f.rank = static_cast<int32_t>(get_u32(q));
+      f.nranks = static_cast<int32_t>(get_u32(q + 4));
       if (f.nranks < 1) return malformed("HELLO nranks " + std::to_string(f.nranks) + " < 1");
       if (f.rank < 0 || f.rank >= f.nranks)
         return malformed("HELLO rank " + std::to_string(f.rank) + " outside [0, " +
                          std::to_string(f.nranks) + ")");
-      if (f.version == 1) {
-        if (payload != kHelloV1Payload) return malformed("version-1 HELLO payload of " + std::to_string(payload) + " bytes");
-        break;
-      }
-      if (payload < kHelloMinPayload) return malformed("HELLO payload of " + std::to_string(payload) + " bytes is too short");
-      f.flags = get_u32(p + 28);
-      f.pid = get_u32(p + 32);
-      const size_t nslen = get_u16(p + 36);
+      f.flags = get_u32(q + 8);
+      f.pid = get_u32(q + 12);
+      const size_t nslen = get_u16(q + 16);
       const size_t avail = payload - kHelloMinPayload;
       if (nslen > kMaxNamespace) return malformed("HELLO namespace of " + std::to_string(nslen) + " bytes");
       if (nslen > avail) return malformed("HELLO namespace length exceeds the frame");
@@ -158,8 +162,8 @@ ParseResult parse_frame(const uint8_t* data, size_t size) {
     }
     case FrameType::Welcome:
       f.version = get_u32(p);
-      if (f.version == 1 && payload != 4) return malformed("version-1 WELCOME with text");
-      f.value = rest(p + 4);
+      std::memcpy(f.proof.data(), p + 4, kProofBytes);
+      f.value = rest(p + 4 + kProofBytes);
       break;
     case FrameType::Refused: f.value = rest(p); break;
     case FrameType::Set:
@@ -194,18 +198,21 @@ ParseResult parse_frame(const uint8_t* data, size_t size) {
   return r;
 }
 
+void append_challenge(std::string& out, const Nonce& store_nonce, uint32_t version) {
+  put_header(out, FrameType::Challenge, kChallengePayload);
+  put_u32(out, version);
+  out.append(reinterpret_cast<const char*>(store_nonce.data()), store_nonce.size());
+}
+
 void append_hello(std::string& out, const Hello& h) {
-  const bool v1 = h.version == 1;
-  if (!v1) {
-    check_len("namespace", h.ns.size(), kMaxNamespace);
-    check_len("host name", h.host.size(), kMaxHostName);
-  }
-  put_header(out, FrameType::Hello, v1 ? kHelloV1Payload : kHelloMinPayload + h.ns.size() + h.host.size());
+  check_len("namespace", h.ns.size(), kMaxNamespace);
+  check_len("host name", h.host.size(), kMaxHostName);
+  put_header(out, FrameType::Hello, kHelloMinPayload + h.ns.size() + h.host.size());
   put_u32(out, h.version);
-  out.append(reinterpret_cast<const char*>(h.secret.data()), h.secret.size());
+  out.append(reinterpret_cast<const char*>(h.nonce.data()), h.nonce.size());
+  out.append(reinterpret_cast<const char*>(h.proof.data()), h.proof.size());
   put_u32(out, static_cast<uint32_t>(h.rank));
   put_u32(out, static_cast<uint32_t>(h.nranks));
-  if (v1) return;
   put_u32(out, h.flags);
   put_u32(out, h.pid);
   put_u16(out, static_cast<uint16_t>(h.ns.size()));
@@ -213,22 +220,43 @@ void append_hello(std::string& out, const Hello& h) {
   out.append(h.host);
 }
 
-void append_hello(std::string& out, const std::array<uint8_t, 16>& secret, int32_t rank,
-                  int32_t nranks, uint32_t version) {
+void append_hello(std::string& out, const std::array<uint8_t, 16>& secret, const Nonce& store_nonce,
+                  int32_t rank, int32_t nranks) {
   Hello h;
-  h.secret = secret;
+  h.nonce = fresh_nonce();
   h.rank = rank;
   h.nranks = nranks;
-  h.version = version;
+  h.proof = hello_proof(secret, Prover::Client, store_nonce, h);
   append_hello(out, h);
 }
 
-void append_welcome(std::string& out, std::string_view host, uint32_t version) {
-  if (version == 1) host = {};
+void append_welcome(std::string& out, const Proof& proof, std::string_view host, uint32_t version) {
   host = host.substr(0, kMaxReason);
-  put_header(out, FrameType::Welcome, 4 + host.size());
+  put_header(out, FrameType::Welcome, 4 + kProofBytes + host.size());
   put_u32(out, version);
+  out.append(reinterpret_cast<const char*>(proof.data()), proof.size());
   out.append(host);
+}
+
+Proof hello_proof(const std::array<uint8_t, 16>& secret, Prover who, const Nonce& store_nonce, const Hello& h) {
+  std::string fixed;  // the HELLO's numbers, as they travel
+  put_u32(fixed, h.version);
+  put_u32(fixed, static_cast<uint32_t>(h.rank));
+  put_u32(fixed, static_cast<uint32_t>(h.nranks));
+  put_u32(fixed, h.flags);
+  put_u32(fixed, h.pid);
+  auto view = [](const auto& a) { return std::string_view(reinterpret_cast<const char*>(a.data()), a.size()); };
+  return core::hmac_fields(secret.data(), secret.size(),
+                           {who == Prover::Client ? "dccl store hello: client" : "dccl store hello: store",
+                            view(store_nonce), view(h.nonce), fixed, h.ns, h.host});
+}
+
+bool proof_ok(const Proof& got, const Proof& want) { return core::equal_ct(got.data(), want.data(), got.size()); }
+
+Nonce fresh_nonce() {
+  Nonce n;
+  core::random_bytes(n.data(), n.size(), "bootstrap handshake nonce");
+  return n;
 }
 
 void append_refused(std::string& out, std::string_view reason) {

@@ -39,6 +39,7 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
                            std::unique_ptr<boot::StoreServer> server, const std::string& ns, Place place,
                            const core::Config* cfg)
     : cfg_(cfg ? *cfg : load_config()), rank_(rank), nranks_(nranks), place_(place), p2p_send_(nranks), p2p_recv_(nranks) {
+  secret_ = id.secret;
   log_set_rank(rank);
   log_configure(cfg_.debug);
   // An interface that is not there is a mistake to report, not a hint to ignore.
@@ -107,6 +108,7 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   to.ifnames = cfg_.net_ifname;
   to.stripe_bytes = cfg_.net_stripe_bytes;
   to.sock_bytes = cfg_.net_sock_bytes;
+  to.secret = id.secret;
   DCCL_INFO("net: local rank %d of %d (%s) picks the rail", place_.local_rank, place_.local_size, place_from.c_str());
   rxm_eager_ = net::set_provider_defaults(cfg_.rxm_eager_bytes);
   for (const std::string& s : net::reset_and_report_signal_handlers())
@@ -314,11 +316,16 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key, const core
   const std::string where = name + "/color" + std::to_string(color);
   std::unique_ptr<boot::StoreServer> server;
   boot::UniqueIdData id;
+  // The parent's store carries the child's address and a random salt, never its
+  // secret: each member derives that from the salt and this communicator's secret.
   if (new_rank == 0) {
-    server = boot::StoreServer::start("", 0, boot::random_secret());
+    const std::array<uint8_t, 16> salt = boot::random_secret();
+    server = boot::StoreServer::start("", 0, boot::child_secret(secret_, salt));
     id = server->id();
+    boot::UniqueIdData published = id;
+    published.secret = salt;
     dcclUniqueId raw;
-    boot::encode_id(id, &raw);
+    boot::encode_id(published, &raw);
     std::lock_guard<std::mutex> lk(boot_mu_);
     boot_->set(where, boot::id_to_hex(raw));
   } else {
@@ -328,6 +335,7 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key, const core
       hex = boot_->get(where);
     }
     id = boot::decode_id(boot::id_from_hex(hex));
+    id.secret = boot::child_secret(secret_, id.secret);
   }
   struct RestoreLogRank {
     int rank;

@@ -142,6 +142,7 @@ class Communicator {
   Place place_;
   uint64_t splits_ = 0;  // split() calls so far: names each split's keys
   std::unique_ptr<boot::Bootstrap> boot_;
+  std::array<uint8_t, 16> secret_{};  // the job secret: split() derives its children's from it
   std::mutex boot_mu_;
   std::atomic<bool> failed_{false};
   std::string failure_;  // written once, before failed_ is set

@@ -17,6 +17,7 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "net/sock_intro.hpp"
 #include "net/sock_path.hpp"
 
 namespace dccl::net {
@@ -24,8 +25,6 @@ namespace dccl::net {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr uint32_t kHelloMagic = 0x314b5344;  // "DSK1"
-constexpr size_t kHelloBytes = 16;            // magic u32, rank u32, nonce of the receiving end u64
 
 std::string errno_text(const char* call) { return std::string(call) + ": " + strerror(errno); }
 
@@ -63,11 +62,8 @@ bool parse_hostport(const std::string& s, sockaddr_storage* sa, socklen_t* len) 
   return false;
 }
 
-void put_hello(char* out, int rank, uint64_t nonce) {
-  const uint32_t m = kHelloMagic, r = static_cast<uint32_t>(rank);
-  memcpy(out, &m, 4);
-  memcpy(out + 4, &r, 4);
-  memcpy(out + 8, &nonce, 8);
+bool send_whole(int fd, const char* p, size_t n) {
+  return send(fd, p, n, MSG_NOSIGNAL) == static_cast<ssize_t>(n);  // a fresh connection takes a few bytes at once
 }
 
 void tune(int fd) {
@@ -93,8 +89,9 @@ std::string sockaddr_ip(const std::string& name) {
 }
 
 SockPath::SockPath(int rank, uint64_t max_bytes, std::chrono::milliseconds timeout,
-                   const std::vector<std::string>& ips, std::vector<std::string> rails)
-    : rank_(rank), max_bytes_(max_bytes), timeout_(timeout), rails_(std::move(rails)) {
+                   const std::vector<std::string>& ips, std::vector<std::string> rails,
+                   const std::array<uint8_t, 16>& secret)
+    : rank_(rank), max_bytes_(max_bytes), timeout_(timeout), secret_(secret), rails_(std::move(rails)) {
   rails_.resize(std::max<size_t>(ips.size(), 1));
   rail_sent_.assign(rails_.size(), 0);
   rail_recvd_.assign(rails_.size(), 0);
@@ -142,13 +139,17 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers) {
     int rail = 0;   // the listener that accepted it, or the rail connected over
     bool outgoing = false;
     bool connecting = false;  // outgoing: connect() in progress
-    char hello[kHelloBytes];
-    size_t got = 0;
+    // The introduction (net/sock_intro.hpp): the message being read, and how long it is.
+    char in[kIntroAnswerBytes];
+    size_t got = 0, want = kIntroHelloBytes;
+    bool answered = false;  // accepted: the answer went out, the connector's proof is due
+    IntroNonce nc, na;
     Clock::time_point retry_at{};
     sockaddr_storage sa{};
     socklen_t salen = 0;
   };
   const auto deadline = Clock::now() + timeout_;
+  const IntroKey key{secret_, static_cast<int>(peers.size())};
   by_peer_.assign(peers.size(), nullptr);
   std::vector<uint64_t> limits(peers.size(), 0), nonces(peers.size(), 0);
   std::vector<Pending> pend;
@@ -256,16 +257,18 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers) {
             continue;
           }
           p.connecting = false;
-          char hello[kHelloBytes];
-          put_hello(hello, rank_, nonces[static_cast<size_t>(p.peer)]);
-          if (send(p.fd, hello, sizeof(hello), MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(hello))) {
+          p.nc = IntroNonce::fresh();
+          p.want = kIntroAnswerBytes;
+          char hello[kIntroHelloBytes];
+          intro_hello(hello, {rank_, p.peer, nonce_, nonces[static_cast<size_t>(p.peer)]}, p.nc);
+          if (!send_whole(p.fd, hello, sizeof(hello))) {
             last_error = "rank " + std::to_string(p.peer) + ": " + errno_text("send");
             drop(p);
             p.retry_at = Clock::now() + std::chrono::milliseconds(20);
           }
           continue;
         }
-        const ssize_t n = recv(p.fd, p.hello + p.got, kHelloBytes - p.got, 0);
+        const ssize_t n = recv(p.fd, p.in + p.got, p.want - p.got, 0);
         if (n <= 0) {
           if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
           if (p.outgoing) {
@@ -278,16 +281,21 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers) {
           continue;
         }
         p.got += static_cast<size_t>(n);
-        if (p.got < kHelloBytes) continue;
-        uint32_t magic = 0, from = 0;
-        uint64_t nonce = 0;
-        memcpy(&magic, p.hello, 4);
-        memcpy(&from, p.hello + 4, 4);
-        memcpy(&nonce, p.hello + 8, 8);
+        if (p.got < p.want) continue;
+        p.got = 0;
         if (p.outgoing) {
-          // The answer: the peer proves it read this rank's number from the store.
-          if (magic != kHelloMagic || static_cast<int>(from) != p.peer || nonce != nonce_) {
-            last_error = "rank " + std::to_string(p.peer) + " answered with a wrong introduction";
+          // The answer: the peer proves it knows the job secret; then this rank does.
+          char proof[kIntroProofBytes];
+          if (!intro_check_answer(p.in, key, {rank_, p.peer, nonce_, nonces[static_cast<size_t>(p.peer)]}, p.nc,
+                                  proof)) {
+            last_error = "the process answering for rank " + std::to_string(p.peer) +
+                         " did not prove that it knows the job secret";
+            drop(p);
+            p.retry_at = Clock::now() + std::chrono::milliseconds(20);
+            continue;
+          }
+          if (!send_whole(p.fd, proof, sizeof(proof))) {
+            last_error = "rank " + std::to_string(p.peer) + ": " + errno_text("send");
             drop(p);
             p.retry_at = Clock::now() + std::chrono::milliseconds(20);
             continue;
@@ -296,17 +304,33 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers) {
           p.peer = -1;
           continue;
         }
-        const bool known = from < peers.size() && static_cast<int>(from) < rank_ && peers[from].first >= 0 &&
-                           !peers[from].second.empty() && !by_peer_[from];
-        if (magic != kHelloMagic || nonce != nonce_ || !known) {
-          DCCL_WARN("net: rank %d socket path: refused a connection with a wrong introduction", rank_);
-          drop(p);
+        if (!p.answered) {
+          // The hello: a rank that should connect to us, for this listener; answer the challenge.
+          const int from = intro_hello_from(p.in, nonce_, &p.nc);
+          const bool known = from >= 0 && static_cast<size_t>(from) < peers.size() && from < rank_ &&
+                             peers[static_cast<size_t>(from)].first >= 0 &&
+                             !peers[static_cast<size_t>(from)].second.empty() && !by_peer_[static_cast<size_t>(from)];
+          if (!known) {
+            DCCL_WARN("net: rank %d socket path: refused a connection with a wrong introduction", rank_);
+            drop(p);
+            continue;
+          }
+          p.peer = from;
+          p.na = IntroNonce::fresh();
+          char answer[kIntroAnswerBytes];
+          intro_answer(answer, key, {from, rank_, nonces[static_cast<size_t>(from)], nonce_}, p.nc, p.na);
+          if (!send_whole(p.fd, answer, sizeof(answer))) {
+            drop(p);
+            continue;
+          }
+          p.answered = true;
+          p.want = kIntroProofBytes;
           continue;
         }
-        p.peer = static_cast<int>(from);
-        char hello[kHelloBytes];
-        put_hello(hello, rank_, nonces[from]);
-        if (send(p.fd, hello, sizeof(hello), MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(hello))) {
+        if (!intro_check_proof(p.in, key, {p.peer, rank_, nonces[static_cast<size_t>(p.peer)], nonce_}, p.nc, p.na) ||
+            by_peer_[static_cast<size_t>(p.peer)]) {
+          DCCL_WARN("net: rank %d socket path: refused a connection claiming to be rank %d: it did not prove that it "
+                    "knows the job secret", rank_, p.peer);
           drop(p);
           continue;
         }

@@ -4,8 +4,8 @@
 // (sendto, a wake-up pipe written and read, poll, recvfrom) and ~7.5 us one way on
 // loopback; a tagged message needs one sendmsg at the sender and one recv at the
 // receiver. This path keeps one TCP connection per peer pair, made at connect() and
-// authenticated by a random number each rank publishes in its (store-protected)
-// connection blob, and carries every tagged message up to the pair's size limit as
+// authenticated by a challenge-response over the job secret (net/sock_intro.hpp),
+// and carries every tagged message up to the pair's size limit as
 // a 16-byte header (tag, length) and the payload:
 //  - send: written inline from the caller's buffer when the connection is idle
 //    (MSG_DONTWAIT); what the kernel does not take now is queued, in call order, and
@@ -19,6 +19,7 @@
 // Only host memory takes this path (the caller keeps dma-buf registrations on the
 // fabric). Thread safe: one lock, as the fabric endpoints have.
 #pragma once
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -40,9 +41,10 @@ class SockPath {
   // rail order) on a port the kernel picks. Messages up to max_bytes (per pair: the
   // smaller of both ends' limits) take this path. Throws core::Error(dcclSystemError).
   // `rails`: the interface names of those addresses ("" when not a rail), for the
-  // per-rail byte counts.
+  // per-rail byte counts. `secret`: the job secret that both ends of a connection
+  // prove they know.
   SockPath(int rank, uint64_t max_bytes, std::chrono::milliseconds timeout, const std::vector<std::string>& ips,
-           std::vector<std::string> rails = {});
+           std::vector<std::string> rails = {}, const std::array<uint8_t, 16>& secret = {});
   ~SockPath();
   SockPath(const SockPath&) = delete;
   SockPath& operator=(const SockPath&) = delete;
@@ -136,7 +138,8 @@ class SockPath {
   int rank_;
   uint64_t max_bytes_;
   std::chrono::milliseconds timeout_;
-  uint64_t nonce_ = 0;
+  std::array<uint8_t, 16> secret_{};
+  uint64_t nonce_ = 0;  // names this listener in the blob; bound into every introduction
   std::vector<std::pair<int, std::string>> listeners_;  // fd, "ip:port"
   std::vector<std::unique_ptr<Conn>> conns_;
   std::vector<Conn*> by_peer_;

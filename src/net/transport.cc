@@ -222,7 +222,7 @@ FabricTransport::FabricTransport(const TransportOptions& o) : opts_(o) {
   }
   if (o.sock_bytes > 0 && !tcp_ips.empty() &&
       std::find(tcp_ips.begin(), tcp_ips.end(), std::string()) == tcp_ips.end()) {
-    sock_ = std::make_unique<SockPath>(o.rank, o.sock_bytes, o.timeout, tcp_ips, tcp_rails);
+    sock_ = std::make_unique<SockPath>(o.rank, o.sock_bytes, o.timeout, tcp_ips, tcp_rails, o.secret);
     self_.sock = sock_->address();
   }
 }

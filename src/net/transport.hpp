@@ -1,6 +1,7 @@
 // libfabric transport: RDM endpoints, tagged messages, completion progress.
 // Same-host peers over `shm`, others over `tcp;ofi_rxm`; DCCL_PROVIDER overrides.
 #pragma once
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <ctime>
@@ -97,6 +98,8 @@ struct TransportOptions {
   // DCCL_NET_SOCK_BYTES: host-memory messages up to this size to peers routed over
   // tcp;ofi_rxm take DirectCCL's socket path (net/sock_path.hpp); 0: never.
   uint64_t sock_bytes = 0;
+  // The job secret: both ends of a socket-path connection prove they know it.
+  std::array<uint8_t, 16> secret{};
 };
 
 class Transport {

@@ -148,19 +148,27 @@ std::string knock(int port, const std::array<uint8_t, 16>& secret) {
   a.sin_port = htons(static_cast<uint16_t>(port));
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   std::string reply;
+  namespace wire = dccl::boot::wire;
   if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) {
-    std::string hello;
-    dccl::boot::wire::append_hello(hello, secret, 0, 2);  // the store's own protocol version
     timeval tv{2, 0};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    if (send(fd, hello.data(), hello.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(hello.size())) {
-      char buf[2048];
-      ssize_t n;
-      while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) {
-        reply.append(buf, static_cast<size_t>(n));
-        auto r = dccl::boot::wire::parse_frame(reinterpret_cast<const uint8_t*>(reply.data()), reply.size());
-        if (r.status == dccl::boot::wire::ParseStatus::Ok)
-          return std::string(dccl::boot::wire::type_name(r.frame.type)) + " " + r.frame.value;
+    char buf[2048];
+    ssize_t n;
+    bool sent = false;
+    while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) {
+      reply.append(buf, static_cast<size_t>(n));
+      for (;;) {
+        auto r = wire::parse_frame(reinterpret_cast<const uint8_t*>(reply.data()), reply.size());
+        if (r.status != wire::ParseStatus::Ok) break;
+        reply.erase(0, r.consumed);
+        if (r.frame.type != wire::FrameType::Challenge || sent) {
+          close(fd);
+          return std::string(wire::type_name(r.frame.type)) + " " + r.frame.value;
+        }
+        std::string hello;  // the answer to the store's challenge, made with `secret`
+        wire::append_hello(hello, secret, r.frame.nonce, 0, 2);
+        sent = send(fd, hello.data(), hello.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(hello.size());
+        if (!sent) break;
       }
     }
   }

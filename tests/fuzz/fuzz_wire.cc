@@ -59,9 +59,11 @@ wire::ParseResult measured_parse(const uint8_t* p, size_t n) {
 std::string encode(const wire::Frame& f) {
   std::string out;
   switch (f.type) {
+    case FrameType::Challenge: wire::append_challenge(out, f.nonce, f.version); break;
     case FrameType::Hello: {
       wire::Hello h;
-      h.secret = f.secret;
+      h.nonce = f.nonce;
+      h.proof = f.proof;
       h.rank = f.rank;
       h.nranks = f.nranks;
       h.flags = f.flags;
@@ -72,7 +74,7 @@ std::string encode(const wire::Frame& f) {
       wire::append_hello(out, h);
       break;
     }
-    case FrameType::Welcome: wire::append_welcome(out, f.value, f.version); break;
+    case FrameType::Welcome: wire::append_welcome(out, f.proof, f.value, f.version); break;
     case FrameType::Refused: wire::append_refused(out, f.value); break;
     case FrameType::Set: wire::append_set(out, f.req, f.key, f.value); break;
     case FrameType::Get: wire::append_get(out, f.req, f.key); break;
@@ -93,19 +95,22 @@ void check_unused_fields(const wire::Frame& f) {
                        f.type == FrameType::Lease;
   const bool has_value = f.type == FrameType::Set || f.type == FrameType::Value || f.type == FrameType::Lease ||
                          f.type == FrameType::Refused || f.type == FrameType::Error || f.type == FrameType::Welcome;
-  const bool has_req = f.type != FrameType::Hello && f.type != FrameType::Welcome && f.type != FrameType::Refused;
   const bool is_hello = f.type == FrameType::Hello;
+  const bool has_req = !is_hello && f.type != FrameType::Welcome && f.type != FrameType::Refused &&
+                       f.type != FrameType::Challenge;
+  const bool has_nonce = is_hello || f.type == FrameType::Challenge;
+  const bool has_proof = is_hello || f.type == FrameType::Welcome;
   check(has_key || f.key.empty(), "key set on a frame without one", static_cast<size_t>(f.type));
   check(has_value || f.value.empty(), "value set on a frame without one", static_cast<size_t>(f.type));
   check(has_req || f.req == 0, "req set on a frame without one", static_cast<size_t>(f.type));
-  check(is_hello || f.type == FrameType::Welcome || f.version == 0, "version set", static_cast<size_t>(f.type));
+  check(has_nonce || has_proof || f.version == 0, "version set", static_cast<size_t>(f.type));
+  check(has_nonce || f.nonce == wire::Nonce{}, "nonce set", static_cast<size_t>(f.type));
+  check(has_proof || f.proof == wire::Proof{}, "proof set", static_cast<size_t>(f.type));
   check(is_hello || (f.rank == 0 && f.nranks == 0), "rank set on a non-HELLO", static_cast<size_t>(f.type));
   if (is_hello) check(f.nranks >= 1 && f.rank >= 0 && f.rank < f.nranks, "HELLO rank out of range");
   check(is_hello || (f.flags == 0 && f.pid == 0 && f.ns.empty() && f.host.empty()), "HELLO fields set",
         static_cast<size_t>(f.type));
   check(f.ns.size() <= wire::kMaxNamespace && f.host.size() <= wire::kMaxHostName, "HELLO string over its bound");
-  check(!is_hello || f.version != 1 || (f.flags == 0 && f.pid == 0 && f.ns.empty() && f.host.empty()),
-        "version-1 HELLO with version-2 fields");
   check(f.key.size() <= wire::kMaxKey, "key over the bound", f.key.size());
   check(f.value.size() <= wire::kMaxValue, "value over the bound", f.value.size());
 }

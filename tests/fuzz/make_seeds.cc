@@ -25,27 +25,33 @@ int main(int argc, char** argv) {
     make(s);
     seeds.emplace_back(name, std::move(s));
   };
-  add("hello", [&](std::string& s) { wire::append_hello(s, secret, 3, 8); });
+  wire::Nonce nonce{};
+  for (size_t i = 0; i < nonce.size(); ++i) nonce[i] = static_cast<uint8_t>(0x21 * i + 5);
+  add("challenge", [&](std::string& s) { wire::append_challenge(s, nonce); });
+  add("hello", [&](std::string& s) { wire::append_hello(s, secret, nonce, 3, 8); });
   add("hello_claim", [&](std::string& s) {
     wire::Hello h;
-    h.secret = secret;
+    h.nonce = nonce;
     h.rank = 1;
     h.nranks = 4;
     h.flags = wire::kHelloWatch;
     h.pid = 4242;
     h.ns = "env0";
     h.host = "node01";
+    h.proof = wire::hello_proof(secret, wire::Prover::Client, nonce, h);
     wire::append_hello(s, h);
   });
-  add("hello_v1", [&](std::string& s) { wire::append_hello(s, secret, 0, 2, 1); });
   add("hello_bad_nslen", [&](std::string& s) {
     wire::Hello h;
     h.ns = "ns";
     wire::append_hello(s, h);
-    s[5 + 37] = 0x40;  // namespace length beyond the frame
+    s[5 + 69] = 0x40;  // namespace length beyond the frame
   });
-  add("welcome", [](std::string& s) { wire::append_welcome(s, "rank 0 (pid 7 on node01)"); });
-  add("welcome_v1", [](std::string& s) { wire::append_welcome(s, "", 1); });
+  add("welcome", [&](std::string& s) {
+    wire::append_welcome(s, wire::hello_proof(secret, wire::Prover::Store, nonce, wire::Hello{}),
+                         "rank 0 (pid 7 on node01)");
+  });
+  add("welcome_empty", [](std::string& s) { wire::append_welcome(s, wire::Proof{}); });
   add("refused_busy", [](std::string& s) { wire::append_refused(s, "busy: too many connections"); });
   add("refused", [](std::string& s) { wire::append_refused(s, "wrong job secret"); });
   add("set", [](std::string& s) { wire::append_set(s, 1, "ns/ag/0/1", std::string("blob\0blob", 9)); });
@@ -58,15 +64,16 @@ int main(int argc, char** argv) {
   add("lease", [](std::string& s) { wire::append_lease(s, 8, "ns/failed", "rank 3 (pid 42) died"); });
   add("unlease", [](std::string& s) { wire::append_unlease(s, 9); });
   add("client_session", [&](std::string& s) {  // what one rank sends over its lifetime
-    wire::append_hello(s, secret, 0, 2);
+    wire::append_hello(s, secret, nonce, 0, 2);
     wire::append_lease(s, 1, "failed", "rank 0");
     wire::append_set(s, 2, "ag/0/0", "x");
     wire::append_get(s, 3, "ag/0/1");
     wire::append_del(s, 4, "ag/0/0");
     wire::append_unlease(s, 5);
   });
-  add("server_session", [](std::string& s) {
-    wire::append_welcome(s);
+  add("server_session", [&](std::string& s) {
+    wire::append_challenge(s, nonce);
+    wire::append_welcome(s, wire::Proof{});
     wire::append_ok(s, 1);
     wire::append_value(s, 3, "y");
     wire::append_error(s, 2, "no");

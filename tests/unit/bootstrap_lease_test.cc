@@ -63,16 +63,21 @@ bool recv_raw(int fd, char* p, size_t n) {
   return true;
 }
 
-// HELLO + LEASE(key, value) as raw bytes, and how many bytes the answers (WELCOME + OK) take.
-std::string hello_and_lease(const UniqueIdData& id, const std::string& key, const std::string& value,
-                            size_t* answer_bytes) {
-  std::string s, answers;
-  wire::append_hello(s, id.secret, 1, 2);
-  wire::append_lease(s, 1, key, value);
-  wire::append_welcome(answers);
-  wire::append_ok(answers, 1);
-  *answer_bytes = answers.size();
-  return s;
+// Connects to the store and reads its CHALLENGE; *greet gets the HELLO that
+// answers it and a LEASE(key, value), *answer_bytes how many bytes of the
+// answers to wait for (the start of WELCOME). -1 when the store did not answer.
+int connect_and_greet(const UniqueIdData& id, const std::string& key, const std::string& value,
+                      std::string* greet, size_t* answer_bytes) {
+  int fd = raw_connect(id);
+  char ch[5 + wire::kChallengePayload];
+  if (fd < 0 || !recv_raw(fd, ch, sizeof(ch))) return -1;
+  auto r = wire::parse_frame(reinterpret_cast<const uint8_t*>(ch), sizeof(ch));
+  if (r.status != wire::ParseStatus::Ok || r.frame.type != wire::FrameType::Challenge) return -1;
+  greet->clear();
+  wire::append_hello(*greet, id.secret, r.frame.nonce, 1, 2);
+  wire::append_lease(*greet, 1, key, value);
+  *answer_bytes = 5 + 4 + wire::kProofBytes;
+  return fd;
 }
 
 }  // namespace
@@ -152,7 +157,9 @@ TEST(Lease, FiresWhenAProcessDiesMidFrame) {
   auto server = local_server();
   const UniqueIdData id = server->id();
   size_t answer_bytes = 0;
-  const std::string greet = hello_and_lease(id, "K", "child died", &answer_bytes);
+  std::string greet;
+  const int fd = connect_and_greet(id, "K", "child died", &greet, &answer_bytes);
+  ASSERT_GE(fd, 0);
   std::string half;
   wire::append_set(half, 2, "partial", std::string(100, 'x'));
   half.resize(half.size() / 2);
@@ -162,8 +169,7 @@ TEST(Lease, FiresWhenAProcessDiesMidFrame) {
   ASSERT_GE(pid, 0);
   if (pid == 0) {  // the child: syscalls only, then dies in the middle of a frame
     char answers[64];
-    int fd = raw_connect(id);
-    if (fd < 0 || !send_raw(fd, greet.data(), greet.size()) || !recv_raw(fd, answers, answer_bytes) ||
+    if (!send_raw(fd, greet.data(), greet.size()) || !recv_raw(fd, answers, answer_bytes) ||
         !send_raw(fd, half.data(), half.size()))
       _exit(1);
     char one = 1;
@@ -171,6 +177,7 @@ TEST(Lease, FiresWhenAProcessDiesMidFrame) {
     _exit(0);
   }
   close(ready[1]);
+  close(fd);  // the child's copy is the one that dies mid-frame
   char one = 0;
   EXPECT_EQ(read(ready[0], &one, 1), 1);
   close(ready[0]);
@@ -245,8 +252,8 @@ TEST(Lease, FiresWhenTheStoreDropsAMalformedClient) {
   auto server = local_server();
   const UniqueIdData id = server->id();
   size_t answer_bytes = 0;
-  std::string s = hello_and_lease(id, "K", "garbled", &answer_bytes);
-  int fd = raw_connect(id);
+  std::string s;
+  int fd = connect_and_greet(id, "K", "garbled", &s, &answer_bytes);
   ASSERT_GE(fd, 0);
   ASSERT_TRUE(send_raw(fd, s.data(), s.size()));
   char answers[64];

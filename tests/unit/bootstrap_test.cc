@@ -52,6 +52,23 @@ bool closed_by_server(int fd) {
   return false;
 }
 
+// Reads the CHALLENGE the store sends on accept; its nonce.
+wire::Nonce read_challenge(int fd) {
+  std::string got;
+  char buf[64];
+  while (got.size() < 5 + wire::kChallengePayload) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 2000) <= 0) break;
+    const ssize_t n = recv(fd, buf, 5 + wire::kChallengePayload - got.size(), 0);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  auto r = wire::parse_frame(reinterpret_cast<const uint8_t*>(got.data()), got.size());
+  EXPECT_TRUE(r.status == wire::ParseStatus::Ok && r.frame.type == wire::FrameType::Challenge)
+      << "no CHALLENGE from the store (" << got.size() << " bytes)";
+  return r.frame.nonce;
+}
+
 void send_bytes(int fd, const std::string& s) {
   ASSERT_EQ(send(fd, s.data(), s.size(), MSG_NOSIGNAL), static_cast<ssize_t>(s.size()));
 }
@@ -159,15 +176,30 @@ TEST(Wire, EachFrameType) {
   using wire::FrameType;
   std::string s;
   auto sec = random_secret();
-  wire::append_hello(s, sec, 3, 8);
+  const wire::Nonce sn = wire::fresh_nonce();
+  wire::append_challenge(s, sn);
   auto f = parse_whole(s);
+  EXPECT_EQ(f.type, FrameType::Challenge);
+  EXPECT_EQ(f.version, wire::kProtocolVersion);
+  EXPECT_EQ(f.nonce, sn);
+  EXPECT_FALSE(wire::is_client_frame(FrameType::Challenge));
+  s.clear(), wire::append_hello(s, sec, sn, 3, 8);
+  f = parse_whole(s);
   EXPECT_EQ(f.type, FrameType::Hello);
-  EXPECT_EQ(f.secret, sec);
   EXPECT_EQ(f.rank, 3);
   EXPECT_EQ(f.nranks, 8);
   EXPECT_EQ(f.version, wire::kProtocolVersion);
-  s.clear(), wire::append_welcome(s);
-  EXPECT_EQ(parse_whole(s).type, FrameType::Welcome);
+  EXPECT_EQ(s.find(std::string(reinterpret_cast<const char*>(sec.data()), sec.size())), std::string::npos);
+  wire::Hello h;
+  h.nonce = f.nonce;
+  h.rank = 3;
+  h.nranks = 8;
+  EXPECT_TRUE(wire::proof_ok(f.proof, wire::hello_proof(sec, wire::Prover::Client, sn, h)));
+  s.clear(), wire::append_welcome(s, f.proof, "rank 0");
+  f = parse_whole(s);
+  EXPECT_EQ(f.type, FrameType::Welcome);
+  EXPECT_EQ(f.value, "rank 0");
+  EXPECT_TRUE(wire::proof_ok(f.proof, wire::hello_proof(sec, wire::Prover::Client, sn, h)));
   s.clear(), wire::append_refused(s, "nope");
   EXPECT_EQ(parse_whole(s).value, "nope");
   s.clear(), wire::append_set(s, 42, "key", std::string("v\0v", 3));
@@ -199,51 +231,67 @@ TEST(Wire, EachFrameType) {
             dcclInvalidArgument);
 }
 
-// Version 2: HELLO carries the claim (namespace, pid, host, flags), WELCOME who
-// hosts the store; version-1 first frames still parse, so either side can say
-// which version it speaks.
-TEST(Wire, HelloCarriesTheClaim) {
+// HELLO carries the claim (namespace, pid, host, flags) and its proof, which
+// covers every field and both nonces under a label per direction: changing any
+// of them, or the secret, gives another proof.
+TEST(Wire, HelloCarriesTheClaimAndItsProof) {
+  const auto secret = random_secret();
+  const wire::Nonce sn = wire::fresh_nonce();
   wire::Hello h;
-  h.secret = random_secret();
+  h.nonce = wire::fresh_nonce();
   h.rank = 2;
   h.nranks = 4;
   h.flags = wire::kHelloWatch;
   h.pid = 4242;
   h.ns = "env0";
   h.host = "node7";
+  h.proof = wire::hello_proof(secret, wire::Prover::Client, sn, h);
   std::string s;
   wire::append_hello(s, h);
   auto f = parse_whole(s);
-  EXPECT_EQ(f.version, 2u);
+  EXPECT_EQ(f.version, wire::kProtocolVersion);
+  EXPECT_EQ(f.nonce, h.nonce);
+  EXPECT_EQ(f.proof, h.proof);
   EXPECT_EQ(f.rank, 2);
   EXPECT_EQ(f.nranks, 4);
   EXPECT_EQ(f.flags, wire::kHelloWatch);
   EXPECT_EQ(f.pid, 4242u);
   EXPECT_EQ(f.ns, "env0");
   EXPECT_EQ(f.host, "node7");
-  s.clear(), wire::append_hello(s, h.secret, 1, 2, 1);  // version 1: 28 bytes of payload
-  EXPECT_EQ(s.size(), 5u + wire::kHelloV1Payload);
-  f = parse_whole(s);
-  EXPECT_EQ(f.version, 1u);
-  EXPECT_EQ(f.rank, 1);
-  EXPECT_TRUE(f.ns.empty());
-  s.clear(), wire::append_welcome(s, "rank 0 (pid 1 on a)");
-  f = parse_whole(s);
-  EXPECT_EQ(f.version, 2u);
-  EXPECT_EQ(f.value, "rank 0 (pid 1 on a)");
-  s.clear(), wire::append_welcome(s, "ignored", 1);
-  EXPECT_EQ(parse_whole(s).value, "");
+  const wire::Proof good = h.proof;
+  auto changed = [&](auto edit) {
+    wire::Hello o = h;
+    auto sec = secret;
+    auto nonce = sn;
+    edit(o, sec, nonce);
+    return !wire::proof_ok(good, wire::hello_proof(sec, wire::Prover::Client, nonce, o));
+  };
+  EXPECT_FALSE(changed([](wire::Hello&, auto&, auto&) {}));
+  EXPECT_TRUE(changed([](wire::Hello&, auto& sec, auto&) { sec[15] ^= 1; }));
+  EXPECT_TRUE(changed([](wire::Hello&, auto&, auto& n) { n[0] ^= 1; }));
+  EXPECT_TRUE(changed([](wire::Hello& o, auto&, auto&) { o.nonce[7] ^= 1; }));
+  EXPECT_TRUE(changed([](wire::Hello& o, auto&, auto&) { o.rank = 1; }));
+  EXPECT_TRUE(changed([](wire::Hello& o, auto&, auto&) { o.nranks = 5; }));
+  EXPECT_TRUE(changed([](wire::Hello& o, auto&, auto&) { o.flags = 0; }));
+  EXPECT_TRUE(changed([](wire::Hello& o, auto&, auto&) { o.pid = 4243; }));
+  EXPECT_TRUE(changed([](wire::Hello& o, auto&, auto&) { o.ns = "env1"; }));
+  EXPECT_TRUE(changed([](wire::Hello& o, auto&, auto&) { o.host = "node8"; }));
+  EXPECT_TRUE(changed([](wire::Hello& o, auto&, auto&) {  // the same bytes, split otherwise
+    o.ns = "env";
+    o.host = "0node7";
+  }));
+  EXPECT_FALSE(wire::proof_ok(good, wire::hello_proof(secret, wire::Prover::Store, sn, h)));
   // Bounds: namespace and host name lengths, and a namespace length past the frame.
   h.ns = std::string(wire::kMaxNamespace + 1, 'n');
   EXPECT_EQ(catch_error([&] { std::string o; wire::append_hello(o, h); }).code(), dcclInvalidArgument);
   h.ns = "ns";
   s.clear(), wire::append_hello(s, h);
-  s[5 + 36] = 0x7f;  // namespace length, high byte
+  s[5 + 68] = 0x7f;  // namespace length, high byte
   expect_malformed(s, "HELLO namespace length beyond the frame");
-  s.clear(), wire::append_hello(s, h.secret, 0, 1, 1);
-  s += "xx";  // a version-1 HELLO with extra bytes
+  s.clear(), wire::append_challenge(s, sn);
+  s += "xx";  // a CHALLENGE with extra bytes
   s[3] = static_cast<char>(s[3] + 2);
-  expect_malformed(s, "version-1 HELLO of the wrong size");
+  expect_malformed(s, "CHALLENGE of the wrong size");
 }
 
 TEST(Wire, Malformed) {
@@ -259,9 +307,9 @@ TEST(Wire, Malformed) {
   expect_malformed(header(1 + 1025, 3), "REFUSED reason over 1 KiB");
   expect_malformed(header(1 + 8 + (16u << 20) + 1, 7), "VALUE over 16 MiB");
   std::string hello;
-  wire::append_hello(hello, {}, 5, 4);
+  wire::append_hello(hello, {}, {}, 5, 4);
   expect_malformed(hello, "rank >= nranks");
-  hello.clear(), wire::append_hello(hello, {}, 0, 0);
+  hello.clear(), wire::append_hello(hello, {}, {}, 0, 0);
   expect_malformed(hello, "nranks 0");
   std::string set = header(1 + 12 + 4, 4) + std::string(8, '\0') + std::string("\0\0\0\x05", 4) + "abcd";
   expect_malformed(set, "SET key length beyond the frame");
@@ -362,15 +410,16 @@ TEST(Store, BadPeersAreClosed) {
   EXPECT_TRUE(closed_by_server(fd));
   close(fd);
   fd = raw_connect(id);  // a truncated HELLO, then we close
-  s.clear(), wire::append_hello(s, id.secret, 0, 1);
+  s.clear(), wire::append_hello(s, id.secret, {}, 0, 1);
   send_bytes(fd, s.substr(0, 10));
   close(fd);
   fd = raw_connect(id);  // garbage after a good HELLO
-  s.clear(), wire::append_hello(s, id.secret, 0, 1);
+  s.clear(), wire::append_hello(s, id.secret, read_challenge(fd), 0, 1);
   send_bytes(fd, s + std::string("\x00\x00\x00\x09\x63xxxxxxxx", 13));
   EXPECT_TRUE(closed_by_server(fd));
   close(fd);
   fd = raw_connect(id);  // 4 GiB announced after a good HELLO
+  s.clear(), wire::append_hello(s, id.secret, read_challenge(fd), 0, 1);
   send_bytes(fd, s + "\xff\xff\xff\xff\x04");
   EXPECT_TRUE(closed_by_server(fd));
   close(fd);
