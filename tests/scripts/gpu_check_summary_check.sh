@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/gpu-check-summary: the one-line summaries and the per-size table from
-# JSON written like dccl-relay's and dccl-perf's, and the dma-buf layers from
-# dccl-info --dmabuf-check's lines, against the lines expected by
+# JSON written like dccl-relay's and dccl-perf's, the dma-buf layers from
+# dccl-info --dmabuf-check's lines and the path a run's log names, against the lines expected by
 # hand; and any error in them (bad JSON, a missing field, no file) is a nonzero
 # exit, which gpu-check records as a failure.
 #   gpu_check_summary_check.sh SOURCE_DIR
@@ -50,6 +50,27 @@ printf '%s\t%s\t%s\n' "3 layers: 1 pass, 1 FAIL, 1 n/a (first FAIL: trial regist
 diff "$tmp/dmabuf.want" "$tmp/dmabuf.got" || bad "dmabuf: the layers differ (above)"
 echo "dccl-info: unknown option '--dmabuf-check'" >"$tmp/nolayers.log"
 refuse "no layer lines" dmabuf "$tmp/nolayers.log"
+
+# The path a run measured: its "data path:" log line first, else dccl-info's layers.
+log() { printf '%s\n' "dccl-perf: noise" "$@" >"$tmp/run.log"; }
+log "[INFO] rank 0: data path: cuda memory: decided at its first use (DCCL_PEER_DIRECT=auto)" \
+    "[INFO] rank 0: data path: cuda memory: host-staged: layer 'libfabric >= 1.20' failed: runtime 1.17: FI_MR_DMABUF needs 1.20"
+expect "staged (auto: libfabric 1.17 has no FI_MR_DMABUF)" label cuda 1.17 "" "$tmp/run.log"
+log "[INFO] rank 1: data path: cuda memory: host-staged: layer 'trial registration' failed: fi_mr_regattr: -38"
+expect "staged (auto: layer 'trial registration' failed: fi_mr_regattr: -38)" label cuda 1.22 "" "$tmp/run.log"
+log "[INFO] rank 0: data path: cuda memory: host-staged: off by request (DCCL_PEER_DIRECT=0)"
+expect "staged (DCCL_PEER_DIRECT=0)" label cuda 1.17 "libfabric >= 1.20" "$tmp/run.log"
+log "[INFO] rank 0: data path: cuda memory: peer-direct (every viability layer passed)"
+expect "peer-direct (dma-buf)" label cuda 1.22 "" "$tmp/run.log"
+log "[INFO] rank 1: data path: cuda memory: not on whole pages (offset 100); such buffers are staged (logged once)" \
+    "[INFO] rank 0: data path: cuda memory: peer-direct (every viability layer passed)"
+expect "peer-direct (dma-buf), some buffers staged: not on whole pages (offset 100)" label cuda 1.22 "" "$tmp/run.log"
+log "[INFO] rank 0: data path: sim memory: peer-direct (every viability layer passed)"
+expect "peer-direct" label sim 1.17 "" "$tmp/run.log"
+log "[INFO] rank 0: data path: sim memory: peer-direct (every viability layer passed)"  # another kind's line
+expect "staged (auto: libfabric 1.17 has no FI_MR_DMABUF)" label cuda 1.17 "libfabric >= 1.20" "$tmp/run.log"
+expect "staged (auto: layer 'kernel dma-buf' fails, from dccl-info)" label cuda 1.22 "kernel dma-buf" /dev/null
+expect "peer-direct (dma-buf) (from dccl-info: the run logged no data path)" label cuda 1.22 "" /dev/null
 
 row() {  # SIZE TIME BUSBW RELAY WRONG
   echo "{\"size\": $1, \"out_of_place\": {\"time_us\": $2, \"busbw_gbps\": $3, \"wrong\": $5, \"relay_per_byte\": $4},
