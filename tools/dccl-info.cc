@@ -29,6 +29,7 @@
 #include "net/provider.hpp"
 #include "net/rails.hpp"
 #include "tune/algo_table.hpp"
+#include "json_text.hpp"
 
 namespace {
 
@@ -199,15 +200,6 @@ int print_topology() {
   }
   dcclCommDestroy(comm);
   return rc;
-}
-
-std::string json_text(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) >= 0x20) out += c;
-  }
-  return out;
 }
 
 // --dmabuf-check [--mem cuda|sim] [--json FILE]: 0 when the probe ran (whatever the

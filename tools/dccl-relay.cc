@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "mem/backend.hpp"
+#include "json_text.hpp"
 
 using namespace dccl;
 
@@ -161,15 +162,6 @@ std::string check(const void* host, const void* want, size_t bytes) {
 }
 
 double gbps(size_t bytes, double us) { return us > 0 ? static_cast<double>(bytes) / us / 1e3 : 0; }
-
-std::string json_text(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) >= 0x20) out += c;
-  }
-  return out;
-}
 
 struct Run {
   const char* backend;

@@ -16,22 +16,6 @@ namespace detail {
 
 using wire::FrameType;
 
-namespace {
-// The HELLO's fields, as its proof covers them.
-wire::Hello hello_of(const wire::Frame& f) {
-  wire::Hello h;
-  h.nonce = f.nonce;
-  h.rank = f.rank;
-  h.nranks = f.nranks;
-  h.flags = f.flags;
-  h.pid = f.pid;
-  h.ns = f.ns;
-  h.host = f.host;
-  h.version = f.version;
-  return h;
-}
-}  // namespace
-
 void Server::process(uint64_t cid, Conn& c) {
   while (!c.dead) {
     const auto* p = reinterpret_cast<const uint8_t*>(c.in.data()) + c.in_off;
@@ -62,7 +46,7 @@ void Server::process(uint64_t cid, Conn& c) {
 
 void Server::handle(uint64_t cid, Conn& c, wire::Frame& f) {
   if (!c.authed) {  // the type was checked in process()
-    const wire::Hello said = hello_of(f);
+    const wire::Hello said = wire::hello_of(f);
     std::string refusal;
     bool conflict = false;
     if (f.version != wire::kProtocolVersion)

@@ -238,6 +238,20 @@ void append_welcome(std::string& out, const Proof& proof, std::string_view host,
   out.append(host);
 }
 
+Hello hello_of(const Frame& f) {
+  Hello h;
+  h.nonce = f.nonce;
+  h.proof = f.proof;
+  h.rank = f.rank;
+  h.nranks = f.nranks;
+  h.flags = f.flags;
+  h.pid = f.pid;
+  h.ns = f.ns;
+  h.host = f.host;
+  h.version = f.version;
+  return h;
+}
+
 Proof hello_proof(const std::array<uint8_t, 16>& secret, Prover who, const Nonce& store_nonce, const Hello& h) {
   std::string fixed;  // the HELLO's numbers, as they travel
   put_u32(fixed, h.version);

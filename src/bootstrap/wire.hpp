@@ -110,6 +110,8 @@ struct Hello {
 // for the other nor be moved to another connection or claim.
 enum class Prover { Client, Store };
 Proof hello_proof(const std::array<uint8_t, 16>& secret, Prover who, const Nonce& store_nonce, const Hello& h);
+// A decoded HELLO frame's fields (its proof included).
+Hello hello_of(const Frame& f);
 // True when `got` equals the proof expected (compared in constant time).
 bool proof_ok(const Proof& got, const Proof& want);
 Nonce fresh_nonce();  // from getrandom()

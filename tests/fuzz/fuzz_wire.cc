@@ -61,17 +61,7 @@ std::string encode(const wire::Frame& f) {
   switch (f.type) {
     case FrameType::Challenge: wire::append_challenge(out, f.nonce, f.version); break;
     case FrameType::Hello: {
-      wire::Hello h;
-      h.nonce = f.nonce;
-      h.proof = f.proof;
-      h.rank = f.rank;
-      h.nranks = f.nranks;
-      h.flags = f.flags;
-      h.pid = f.pid;
-      h.ns = f.ns;
-      h.host = f.host;
-      h.version = f.version;
-      wire::append_hello(out, h);
+      wire::append_hello(out, wire::hello_of(f));
       break;
     }
     case FrameType::Welcome: wire::append_welcome(out, f.proof, f.value, f.version); break;
