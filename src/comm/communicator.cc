@@ -179,6 +179,9 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
     boot_->barrier();
   } catch (...) {
     watchdog_->stop(false);  // its thread may touch levels_, which goes first
+    // The sub-communicators go without meeting their members (whose init fails too).
+    std::lock_guard<std::mutex> lk(levels_mu_);
+    if (levels_) levels_->halt(dcclRemoteError, "rank " + std::to_string(rank_) + ": init failed", true);
     throw;
   }
   boot_->limit({});
