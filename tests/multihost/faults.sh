@@ -7,6 +7,9 @@
 #   linkdown  host 1's interface taken down (ip link set eth0 down in its namespace):
 #             host 1 loses the store and host 0. Every rank fails within
 #             DCCL_TIMEOUT_S (5 s) + 1 s, ranks 0 and 1 naming a rank of host 1
+#   storestop the store is rank 0's (DCCL_ADDR on host 0); host 0's ranks are stopped
+#             (SIGSTOP), store included: ranks 2 and 3 fail within DCCL_TIMEOUT_S (5 s)
+#             + 1 s, although their reports cannot reach the store
 #   abort     rank 3 calls dcclCommAbort while the others wait inside a hierarchical
 #             allreduce (DCCL_TIMEOUT_S=20): ranks 0-2 fail within 2 s, naming the
 #             abort. Rank 0 shares no sub-communicator with rank 3.
@@ -16,12 +19,19 @@
 . "$(dirname "$0")/lib.sh"
 need_emulation
 mode=$1 trials=$2 run=$3 prog=$4
-args=() lost_check="0 1 2"
+args=() lost_check="0 1 2" envs=()
 case $mode in
   kill) timeout_s=5 checked="0 1 2" lost="3" bound_ms=3000 ;;
   linkdown)
     timeout_s=5 checked="0 1 2 3" lost_check="0 1" lost="2|3" bound_ms=$((timeout_s * 1000 + 1000))
     args=(--linger) ;;
+  storestop)
+    # Only the bound: a rank that timed out waiting for its host's other rank names
+    # that one, whose report cannot reach it through the stopped store.
+    timeout_s=5 checked="2 3" lost_check="" bound_ms=$((timeout_s * 1000 + 1000))
+    args=(--linger)
+    secret=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+    envs=(--env DCCL_ID= --env "DCCL_ADDR=198.18.0.1:$((20000 + RANDOM % 20000))" --env "DCCL_SECRET=$secret") ;;
   abort)
     timeout_s=20 checked="0 1 2" lost="3" bound_ms=2000
     args=(--linger --abort-rank 3) ;;
@@ -31,8 +41,8 @@ now_ms() { date +%s%3N; }
 worst=0 passed=0
 for t in $(seq 1 "$trials"); do
   dir=$(mktemp -d)
-  "$run" --hosts 2 -n 4 --keep-going --timeout 150 --env DCCL_TIMEOUT_S=$timeout_s "$prog" "$dir" "${args[@]}" \
-    > "$dir/log" 2>&1 &
+  "$run" --hosts 2 -n 4 --keep-going --timeout 150 --env DCCL_TIMEOUT_S=$timeout_s "${envs[@]}" "$prog" "$dir" \
+    "${args[@]}" > "$dir/log" 2>&1 &
   pid=$!
   if ! wait_for "$dir/ready.*" 4 60; then
     kill -TERM $pid; wait $pid
@@ -43,12 +53,14 @@ for t in $(seq 1 "$trials"); do
     kill) kill -KILL "$(cat "$dir/pid.3")" ;;
     linkdown) ip netns exec "dccl-$pid-h1" ip link set eth0 down || fail "trial $t: could not take host 1's link down" ;;
     abort) touch "$dir/go" ;;
+    storestop) kill -STOP "$(cat "$dir/pid.0")" "$(cat "$dir/pid.1")" ;;
   esac
   t0=$(now_ms)
   if [ "$mode" != kill ]; then
     # Every rank reports (or the bound passes by far), then all may go.
-    wait_for "$dir/result.*" 4 $((bound_ms / 1000 + 25)) || true
+    wait_for "$dir/result.*" $(echo $checked | wc -w) $((bound_ms / 1000 + 25)) || true
     touch "$dir/done"
+    [ "$mode" = storestop ] && kill -KILL "$(cat "$dir/pid.0")" "$(cat "$dir/pid.1")"
     # The abort's own moment, as rank 3 recorded it.
     [ "$mode" = abort ] && [ -s "$dir/result.3" ] && read -r t0 _ < "$dir/result.3"
   fi
