@@ -252,7 +252,14 @@ dcclStats_t Communicator::stats() const {
 void Communicator::make_levels() {
   if (!cfg_.hier || topo_.nhosts() < 2 || !topo_.uniform() || topo_.local_size < 2) return;
   std::unique_ptr<Communicator> local = split(topo_.host, topo_.local_rank);
-  std::unique_ptr<Communicator> cross = split(topo_.local_rank, topo_.host);
+  std::unique_ptr<Communicator> cross;
+  try {
+    cross = split(topo_.local_rank, topo_.host);
+  } catch (...) {
+    // The local one goes without meeting its members, whose init fails too.
+    local->halt(dcclRemoteError, "rank " + std::to_string(rank_) + ": init failed", true);
+    throw;
+  }
   auto levels = std::make_unique<CommLevels>(topo_, cfg_.timeout_ms, cfg_.hier_piece_bytes, std::move(local),
                                              std::move(cross), &res_.deadline);
   res_.levels = levels.get();

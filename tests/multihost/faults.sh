@@ -13,7 +13,10 @@
 #   abort     rank 3 calls dcclCommAbort while the others wait inside a hierarchical
 #             allreduce (DCCL_TIMEOUT_S=20): ranks 0-2 fail within 2 s, naming the
 #             abort. Rank 0 shares no sub-communicator with rank 3.
-# In linkdown and abort every rank lingers after its failure (host_fault --linger)
+#   initfail  every child store on 127.0.0.1 (DCCL_SOCKET_IFNAME=lo), so the hierarchy's
+#             cross-host sub-communicators cannot form: every rank's init fails
+#             within DCCL_TIMEOUT_S (4 s) + 1 s, its phases sharing one deadline
+# In linkdown, storestop and abort every rank lingers after its failure (host_fault --linger)
 # until all have reported, so that none learns of the failure from another's exit.
 # Exit 77 (skipped) where hosts cannot be emulated.
 . "$(dirname "$0")/lib.sh"
@@ -32,12 +35,40 @@ case $mode in
     args=(--linger)
     secret=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
     envs=(--env DCCL_ID= --env "DCCL_ADDR=198.18.0.1:$((20000 + RANDOM % 20000))" --env "DCCL_SECRET=$secret") ;;
+  initfail) timeout_s=4 bound_ms=$((timeout_s * 1000 + 1000)) ;;
   abort)
     timeout_s=20 checked="0 1 2" lost="3" bound_ms=2000
     args=(--linger --abort-rank 3) ;;
   *) fail "unknown mode $mode" ;;
 esac
 now_ms() { date +%s%3N; }
+if [ "$mode" = initfail ]; then
+  passed=0 worst=0
+  for t in $(seq 1 "$trials"); do
+    dir=$(mktemp -d)
+    "$run" --hosts 2 -n 4 --keep-going --timeout 90 --env DCCL_TIMEOUT_S=$timeout_s --env DCCL_SOCKET_IFNAME=lo \
+      "$prog" "$dir" > "$dir/log" 2>&1 &
+    pid=$!
+    wait $pid
+    ok=1
+    for r in 0 1 2 3; do
+      f=$dir/init.$r
+      if [ ! -s "$f" ]; then
+        echo "  rank $r: init did not fail"; ok=0; continue
+      fi
+      read -r ms text < "$f"
+      [ "$ms" -gt $worst ] && worst=$ms
+      echo "  rank $r: init failed after $ms ms: $text"
+      [ "$ms" -le $bound_ms ] || ok=0
+    done
+    if [ $ok = 1 ]; then passed=$((passed + 1)); echo "trial $t: ok"; else echo "trial $t: FAILED"; sed -n '1,40p' "$dir/log"; fi
+    [ -z "$(left_of $pid)" ] || fail "trial $t: namespaces left: $(left_of $pid)"
+    rm -rf "$dir"
+  done
+  echo "$mode: $passed/$trials trials passed; slowest init $worst ms (bound $bound_ms ms)"
+  [ $passed = "$trials" ]
+  exit
+fi
 worst=0 passed=0
 for t in $(seq 1 "$trials"); do
   dir=$(mktemp -d)

@@ -9,6 +9,7 @@
 // --abort-rank R: once DIR/go exists, rank R calls dcclCommAbort instead of its
 //   next allreduce, while the other ranks wait inside theirs, and writes
 //   "<epoch ms> aborted" to DIR/result.R.
+// A failed init writes "<ms it took> <error text>" to DIR/init.<rank> (DCCL_RANK).
 #include <unistd.h>
 
 #include <chrono>
@@ -59,7 +60,12 @@ int main(int argc, char** argv) {
     }
   }
   dcclComm_t comm;
+  const auto t_init = std::chrono::steady_clock::now();
   if (dcclCommInitFromEnv(&comm) != dcclSuccess) {
+    const long long ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t_init)
+                             .count();
+    const char* r = getenv("DCCL_RANK");
+    put(dir + "/init." + (r ? r : "x"), std::to_string(ms) + " " + dcclGetLastError(nullptr) + "\n");
     fprintf(stderr, "init: %s\n", dcclGetLastError(nullptr));
     return 1;
   }
