@@ -486,6 +486,7 @@ int main(int argc, char** argv) {
     spec.rails = opt.rails;
     spec.rate_bps = opt.rate_bps;
     spec.mtu = opt.mtu;
+    spec.default_route = !opt.no_default_route;
     net = dcclrun::EmuNet::create(spec, own_path, old_mask, &why);
     if (!net) {
       say("--hosts: " + why);

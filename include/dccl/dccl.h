@@ -6,7 +6,8 @@
  *   text of this thread's last error, naming the rank, the call and the cause.
  *   Bad arguments are refused before anything is communicated, so one rank's
  *   refused call never leaves the others waiting. No call waits longer than
- *   DCCL_TIMEOUT_S.
+ *   DCCL_TIMEOUT_S: all waits of a call (init's phases included) share one
+ *   deadline, and telling the other ranks of a failure does not add to it.
  * - In place: a collective is in place when sendbuff == recvbuff (allreduce,
  *   broadcast, reduce) or when sendbuff is this rank's block of recvbuff
  *   (allgather: recvbuff + rank*sendcount; reduce-scatter: recvbuff ==
@@ -141,8 +142,9 @@ typedef struct {
    * failed: destroy the handle). Other calls on the handle meanwhile return
    * dcclInProgress; dcclCommDestroy/Abort wait for the init to end first. */
   int blocking;
-  /* Bound in milliseconds on every blocking wait of this communicator
-   * (DCCL_TIMEOUT_S otherwise), 1 .. INT_MAX. */
+  /* Bound in milliseconds on every call of this communicator, its init
+   * included: all waits of a call share one deadline (DCCL_TIMEOUT_S
+   * otherwise), 1 .. INT_MAX. */
   int timeoutMs;
   /* 1: require peer-direct for device memory, 0: stage through host memory,
    * -1: direct where viable (DCCL_PEER_DIRECT otherwise). */

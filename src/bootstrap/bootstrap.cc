@@ -59,12 +59,14 @@ struct Wait {
 using AppendKeyed = void (*)(std::string&, uint64_t, std::string_view, std::string_view);
 
 struct Bootstrap::Impl {
-  void send_keyed(const char* verb, const std::string& key, const std::string& value, AppendKeyed append);
+  void send_keyed(const char* verb, const std::string& key, const std::string& value, AppendKeyed append,
+                  const Wait& w);
   std::unique_ptr<StoreServer> server;  // declared first: destroyed after the connection
   int rank = 0;
   std::chrono::milliseconds timeout{0};
   std::string ns, where, store_host;
   bool peer_closed = false;  // the store closed or reset the connection
+  Clock::time_point cap{};   // limit(): no wait goes past it (default: none)
   sock::Fd fd;
   sock::Fd wake;                         // eventfd: readable once interrupt() was called
   std::atomic<bool> interrupted{false};  // the only state interrupt() touches, with `wake`
@@ -90,7 +92,13 @@ struct Bootstrap::Impl {
                                                             " is unusable after an earlier error (" +
                                                             broken_why + ")"));
   }
-  Wait plain_wait() const { return {deadline_after(timeout), timeout, false}; }
+  // A wait of `t` (a default: the constructor's timeout), ending by the cap.
+  Wait bounded(std::chrono::milliseconds t, bool interruptible) const {
+    Clock::time_point dl = deadline_after(t);
+    if (cap != Clock::time_point{} && cap < dl) dl = cap;
+    return {dl, t, interruptible};
+  }
+  Wait plain_wait() const { return bounded(timeout, false); }
 
   void connect(const UniqueIdData& id, Clock::time_point dl);
   // True when welcomed; false (with *retry_why) when the store asks us to come
@@ -408,15 +416,17 @@ std::vector<std::string> Bootstrap::Impl::allgather(const std::string& mine, int
     want[next_req] = {&all[static_cast<size_t>(r)], "rank " + std::to_string(r)};
     wire::append_get(out, next_req++, key(k, r));
   }
-  exchange(out, want, op, {deadline_after(timeout), timeout, true});
+  exchange(out, want, op, bounded(timeout, true));
   all[static_cast<size_t>(rank)] = mine;
   return all;
 }
 
 Bootstrap::Bootstrap(const UniqueIdData& id, int rank, int nranks, std::chrono::milliseconds timeout,
-                     std::unique_ptr<StoreServer> server, std::string ns, Role role)
+                     std::unique_ptr<StoreServer> server, std::string ns, Role role,
+                     std::chrono::steady_clock::time_point until)
     : impl_(std::make_unique<Impl>()), rank_(rank), nranks_(nranks) {
   impl_->server = std::move(server);
+  impl_->cap = until;
   impl_->rank = rank;
   impl_->timeout = timeout;
   impl_->ns = std::move(ns);
@@ -451,7 +461,7 @@ Bootstrap::~Bootstrap() {
 
 // SET and LEASE: a key and a value, answered by OK.
 void Bootstrap::Impl::send_keyed(const char* verb, const std::string& key, const std::string& value,
-                                 AppendKeyed append) {
+                                 AppendKeyed append, const Wait& w) {
   Impl& im = *this;
   const std::string op = std::string("bootstrap ") + verb + " '" + key + "'";
   im.check_usable(op);
@@ -464,11 +474,26 @@ void Bootstrap::Impl::send_keyed(const char* verb, const std::string& key, const
   std::string upper(verb);
   for (auto& ch : upper) ch = static_cast<char>(toupper(ch));
   std::unordered_map<uint64_t, Want> want{{req, {nullptr, upper + " of '" + key + "'"}}};
-  im.exchange(out, want, op, im.plain_wait());
+  im.exchange(out, want, op, w);
 }
 
 void Bootstrap::set(const std::string& key, const std::string& value) {
-  impl_->send_keyed("set", key, value, wire::append_set);
+  impl_->send_keyed("set", key, value, wire::append_set, impl_->plain_wait());
+}
+
+void Bootstrap::set(const std::string& key, const std::string& value, std::chrono::milliseconds timeout) {
+  if (timeout.count() <= 0) impl_->fail(dcclInvalidArgument, "bootstrap set '" + key + "'", "timeout must be positive", false);
+  impl_->send_keyed("set", key, value, wire::append_set, impl_->bounded(timeout, false));
+}
+
+void Bootstrap::limit(std::chrono::steady_clock::time_point until) { impl_->cap = until; }
+std::chrono::steady_clock::time_point Bootstrap::limit() const { return impl_->cap; }
+
+std::string Bootstrap::local_host() const {
+  sock::SockAddr a;
+  a.len = sizeof(a.ss);
+  if (!impl_->fd || ::getsockname(impl_->fd.get(), a.sa(), &a.len) != 0) return "";
+  return sock::host_of(a);
 }
 
 std::string Bootstrap::get(const std::string& key) { return get(key, impl_->timeout); }
@@ -482,12 +507,12 @@ std::string Bootstrap::get(const std::string& key, std::chrono::milliseconds tim
   const uint64_t req = impl_->next_req++;
   wire::append_get(out, req, impl_->ns + key);
   std::unordered_map<uint64_t, Want> want{{req, {&value, "key '" + impl_->ns + key + "'"}}};
-  impl_->exchange(out, want, op, {deadline_after(timeout), timeout, true});
+  impl_->exchange(out, want, op, impl_->bounded(timeout, true));
   return value;
 }
 
 void Bootstrap::lease(const std::string& key, const std::string& value) {
-  impl_->send_keyed("lease", key, value, wire::append_lease);
+  impl_->send_keyed("lease", key, value, wire::append_lease, impl_->plain_wait());
 }
 
 void Bootstrap::unlease() {

@@ -27,14 +27,18 @@ class Bootstrap {
   // what answers does not prove the secret. `ns` (at most 256 bytes) prefixes
   // every key, so several communicators can share one store; claims are per
   // namespace.
+  // `until`: the connect, and every later wait, end by it (see limit()).
   Bootstrap(const UniqueIdData& id, int rank, int nranks, std::chrono::milliseconds timeout,
-            std::unique_ptr<StoreServer> server = nullptr, std::string ns = "", Role role = Role::Rank);
+            std::unique_ptr<StoreServer> server = nullptr, std::string ns = "", Role role = Role::Rank,
+            std::chrono::steady_clock::time_point until = {});
 
   // Does not hand a lease back: a held lease fires when the connection closes,
   // as it would if the process died. Call unlease() first on a graceful exit.
   ~Bootstrap();
 
   void set(const std::string& key, const std::string& value);
+  // With a timeout of its own (> 0) instead of the constructor's.
+  void set(const std::string& key, const std::string& value, std::chrono::milliseconds timeout);
   // Blocks until the key exists or the timeout expires (dcclTimeout): the
   // constructor's timeout, or `timeout` (> 0; hours or more are fine).
   std::string get(const std::string& key);
@@ -59,6 +63,16 @@ class Bootstrap {
   // interrupted thread can unlease() before it leaves. The connection stays
   // open. Must not overlap the destructor.
   void interrupt();
+
+  // Caps every later wait (SET, GET, allgather, barrier, lease) at `until`, so
+  // that the phases of one call (init, split) share one deadline; a default
+  // time point lifts the cap. Not thread-safe: under the caller's lock.
+  void limit(std::chrono::steady_clock::time_point until);
+  std::chrono::steady_clock::time_point limit() const;
+  // This end's address of the connection to the store (numeric host, "" if
+  // unknown): the address this host reaches the store's host by, so one the
+  // job's other hosts can reach too.
+  std::string local_host() const;
 
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }

@@ -121,7 +121,7 @@ bool Ctx::poll(Xfer& x) {
 
 size_t Ctx::wait_any(Xfer* const* xs, size_t n) {
   auto start = Clock::now();
-  auto deadline = start + std::chrono::milliseconds(in_.timeout_ms);
+  auto deadline = wait_deadline(start);
   core::Backoff backoff(in_.spin_us, start);
   for (unsigned iter = 0;; ++iter) {
     bool any_active = false;
@@ -223,10 +223,15 @@ void* Ctx::scratch(size_t bytes) { return in_.scratch->take(bytes); }
 // check_deadline), not on every operation: a small operation ends long before.
 void Ctx::start_deadline() { deadline_ = {}; }
 
+std::chrono::steady_clock::time_point Ctx::wait_deadline(Clock::time_point start) const {
+  const Clock::time_point own = start + std::chrono::milliseconds(in_.timeout_ms);
+  return in_.deadline == Clock::time_point{} ? own : std::min(own, in_.deadline);
+}
+
 void Ctx::check_deadline(const char* what, int peer) {
   check_failed();
   const auto now = Clock::now();
-  if (deadline_ == Clock::time_point{}) deadline_ = now + std::chrono::milliseconds(in_.timeout_ms);
+  if (deadline_ == Clock::time_point{}) deadline_ = wait_deadline(now);
   if (now > deadline_)
     stop(dcclTimeout, core::describe(in_.rank, name(),
                                      "timed out after " + core::seconds_text(in_.timeout_ms) + " waiting for " +

@@ -79,6 +79,9 @@ struct CtxInit {
   size_t chunk_bytes = 1 << 20;
   int64_t spin_us = DCCL_DEFAULT_SPIN_US;
   int64_t timeout_ms = DCCL_DEFAULT_TIMEOUT_S * 1000;
+  // The call's deadline (zero: none): no wait goes past it, so a call with several
+  // waits, or steps on several sub-communicators, ends within its timeout overall.
+  std::chrono::steady_clock::time_point deadline{};
   // Set (release) once the communicator learned that a rank failed; `failure`
   // is written before and names it. Waits then stop with dcclRemoteError.
   const std::atomic<bool>* failed = nullptr;
@@ -143,6 +146,8 @@ class Ctx {
   // the transport never touches a Request after the algorithm's frames unwind.
   [[noreturn]] void stop(dcclResult_t code, const std::string& what) const;
   std::string where(const Xfer& x) const;
+  // A wait starting at `start` ends by the earlier of start + timeout and the call's deadline.
+  std::chrono::steady_clock::time_point wait_deadline(std::chrono::steady_clock::time_point start) const;
 
   CtxInit in_;
   size_t esize_;

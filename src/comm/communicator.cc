@@ -33,11 +33,28 @@ using core::raise;
 
 namespace {
 constexpr char kAffinitySep = '\x1f';  // between host id and CPU list in the init allgather
+
+// What is left until `deadline`, at least 1 ms (a wait given 0 would be refused).
+std::chrono::milliseconds time_left(Communicator::TimePoint deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  return std::max(left, std::chrono::milliseconds(1));
+}
+
+// Caps the store connection's waits at a call's deadline while in scope (the
+// caller holds the connection's lock, or is the only user).
+struct Capped {
+  boot::Bootstrap& boot;
+  Communicator::TimePoint prev;
+  Capped(boot::Bootstrap& b, Communicator::TimePoint until) : boot(b), prev(b.limit()) { b.limit(until); }
+  ~Capped() { boot.limit(prev); }
+  Capped(const Capped&) = delete;
+  Capped& operator=(const Capped&) = delete;
+};
 }  // namespace
 
 Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
                            std::unique_ptr<boot::StoreServer> server, const std::string& ns, Place place,
-                           const core::Config* cfg)
+                           const core::Config* cfg, TimePoint deadline)
     : cfg_(cfg ? *cfg : load_config()), rank_(rank), nranks_(nranks), place_(place), p2p_send_(nranks), p2p_recv_(nranks) {
   secret_ = id.secret;
   log_set_rank(rank);
@@ -47,7 +64,11 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
     raise(dcclInvalidArgument, describe(rank, "init", "DCCL_SOCKET_IFNAME=" + cfg_.socket_ifname +
                                                           ": no such network interface on this host"));
   const auto timeout = std::chrono::milliseconds(cfg_.timeout_ms);
-  boot_ = std::make_unique<boot::Bootstrap>(id, rank, nranks, timeout, std::move(server), ns);
+  // Init's phases (the store, the exchanges, the hierarchy's sub-communicators)
+  // share one deadline: the store connection's waits end by it until init is done.
+  init_deadline_ = deadline != TimePoint{} ? deadline : std::chrono::steady_clock::now() + timeout;
+  boot_ = std::make_unique<boot::Bootstrap>(id, rank, nranks, timeout, std::move(server), ns,
+                                            boot::Bootstrap::Role::Rank, init_deadline_);
 
   // Who shares this rank's host: shm and the shared segment there, the network across hosts.
   const std::string host_id = tune::host_identity(cfg_.host_id);
@@ -150,16 +171,28 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   res_.peer_names = &peer_names_;
   res_.failed = &failed_;
   res_.failure = &failure_;
-  watchdog_ = std::make_unique<Watchdog>(id, rank, nranks, ns, *boot_, boot_mu_,
-                                         [this](dcclResult_t c, const std::string& t) {
-                                           set_failed(c, t);
-                                           // A thread of ours may be stuck in the provider, sending to
-                                           // a peer that died holding its region's lock.
-                                           if (net_) net_->peers_failed();
-                                         });
-  make_levels();
-  // Every rank has every address (and watches for failures) before anyone sends.
-  boot_->barrier();
+  watchdog_ = std::make_unique<Watchdog>(
+      id, rank, nranks, ns, *boot_, boot_mu_,
+      [this](dcclResult_t c, const std::string& t) {
+        set_failed(c, t);
+        // A thread of ours may be stuck in the provider, sending to
+        // a peer that died holding its region's lock.
+        if (net_) net_->peers_failed();
+      },
+      time_left(init_deadline_));
+  try {
+    make_levels();
+    // Every rank has every address (and watches for failures) before anyone sends.
+    boot_->barrier();
+  } catch (...) {
+    watchdog_->stop(false);  // its thread may touch levels_, which goes first
+    // The sub-communicators go without meeting their members (whose init fails too).
+    std::lock_guard<std::mutex> lk(levels_mu_);
+    if (levels_) levels_->halt(dcclRemoteError, "rank " + std::to_string(rank_) + ": init failed", true);
+    throw;
+  }
+  boot_->limit({});
+  init_deadline_ = {};
   DCCL_INFO("communicator ready: %d ranks, provider %s", nranks, provider_.c_str());
 }
 
@@ -167,7 +200,15 @@ Communicator::~Communicator() {
   // No path frees state that a submission still uses, whatever the timeout
   // (dcclCommDestroy leaks the communicator instead of coming here then).
   while (!quiesce()) DCCL_WARN("destroy: an aborted operation has still not returned; waiting for it");
-  levels_.reset();  // every rank destroys its sub-communicators at the same point
+  {
+    std::unique_ptr<CommLevels> levels;  // every rank destroys its sub-communicators at the same point
+    {
+      std::lock_guard<std::mutex> lk(levels_mu_);
+      levels = std::move(levels_);
+    }
+  }
+  // A failed communicator keeps its lease: its failure is known, and the store may be out of reach.
+  if (watchdog_) watchdog_->stop(!failed_.load());
   watchdog_.reset();
   if (cfg_.stats) {
     dcclStats_t s = stats();
@@ -218,10 +259,23 @@ dcclStats_t Communicator::stats() const {
 void Communicator::make_levels() {
   if (!cfg_.hier || topo_.nhosts() < 2 || !topo_.uniform() || topo_.local_size < 2) return;
   std::unique_ptr<Communicator> local = split(topo_.host, topo_.local_rank);
-  std::unique_ptr<Communicator> cross = split(topo_.local_rank, topo_.host);
-  levels_ = std::make_unique<CommLevels>(topo_, cfg_.timeout_ms, cfg_.hier_piece_bytes, std::move(local),
-                                         std::move(cross));
-  res_.levels = levels_.get();
+  std::unique_ptr<Communicator> cross;
+  try {
+    cross = split(topo_.local_rank, topo_.host);
+  } catch (...) {
+    // The local one goes without meeting its members, whose init fails too.
+    local->halt(dcclRemoteError, "rank " + std::to_string(rank_) + ": init failed", true);
+    throw;
+  }
+  auto levels = std::make_unique<CommLevels>(topo_, cfg_.timeout_ms, cfg_.hier_piece_bytes, std::move(local),
+                                             std::move(cross), &res_.deadline);
+  res_.levels = levels.get();
+  {
+    // A stop that came while the sub-communicators were made reaches them too.
+    std::lock_guard<std::mutex> lk(levels_mu_);
+    levels_ = std::move(levels);
+    if (failed_.load(std::memory_order_acquire)) levels_->halt(failure_code_, failure_, false);
+  }
   tuner_->set_levels(true, topo_.blocked());
   if (rank_ == 0)
     DCCL_INFO("hierarchy: %d hosts x %d ranks; intra-host and cross-host sub-communicators ready", topo_.nhosts(),
@@ -288,9 +342,14 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key, const core
                                                        " is negative but not DCCL_SPLIT_NOCOLOR"));
   if (failed_.load()) raise(failure_code_, describe(rank_, op, "communicator failed earlier: " + failure_));
   const std::string name = "split" + std::to_string(splits_++);
+  // One deadline for the whole split, the child's init included (init's, during init).
+  const TimePoint deadline = init_deadline_ != TimePoint{}
+                                 ? init_deadline_
+                                 : std::chrono::steady_clock::now() + std::chrono::milliseconds(cfg_.timeout_ms);
   std::vector<std::string> all;
   {
     std::lock_guard<std::mutex> lk(boot_mu_);
+    Capped capped(*boot_, deadline);
     all = boot_->allgather(name + " " + std::to_string(color) + " " + std::to_string(key));
   }
   std::vector<std::pair<long long, int>> members;  // (key, rank) of this color
@@ -320,18 +379,20 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key, const core
   // secret: each member derives that from the salt and this communicator's secret.
   if (new_rank == 0) {
     const std::array<uint8_t, 16> salt = boot::random_secret();
-    server = boot::StoreServer::start("", 0, boot::child_secret(secret_, salt));
+    server = boot::StoreServer::start(child_store_host(), 0, boot::child_secret(secret_, salt));
     id = server->id();
     boot::UniqueIdData published = id;
     published.secret = salt;
     dcclUniqueId raw;
     boot::encode_id(published, &raw);
     std::lock_guard<std::mutex> lk(boot_mu_);
+    Capped capped(*boot_, deadline);
     boot_->set(where, boot::id_to_hex(raw));
   } else {
     std::string hex;
     {
       std::lock_guard<std::mutex> lk(boot_mu_);
+      Capped capped(*boot_, deadline);
       hex = boot_->get(where);
     }
     id = boot::decode_id(boot::id_from_hex(hex));
@@ -341,11 +402,29 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key, const core
     int rank;
     ~RestoreLogRank() { log_set_rank(rank); }
   } restore{rank_};
-  auto child = std::make_unique<Communicator>(id, new_n, new_rank, std::move(server), "", place_, cfg ? cfg : &cfg_);
+  auto child =
+      std::make_unique<Communicator>(id, new_n, new_rank, std::move(server), "", place_, cfg ? cfg : &cfg_, deadline);
   std::vector<std::string> names;
   for (const auto& m : members) names.push_back(peer_names_[static_cast<size_t>(m.second)]);
   child->set_peer_names(std::move(names));
   return child;
+}
+
+// The members of a split child may be on several hosts: its store must listen where
+// they reach this host, not on an address chosen without them (with no default
+// route, that was 127.0.0.1). The connection to this communicator's own store
+// shows one: it reaches the store's host, which the other members reach as well.
+std::string Communicator::child_store_host() {
+  if (!cfg_.socket_ifname.empty()) return "";  // StoreServer::start takes DCCL_SOCKET_IFNAME's address
+  std::string host;
+  {
+    std::lock_guard<std::mutex> lk(boot_mu_);
+    host = boot_->local_host();
+  }
+  if (host.empty()) DCCL_INFO("split: the address of the connection to the store is unknown; the child's store "
+                              "takes the default-route interface's");
+  else DCCL_INFO("split: the child's store listens on %s, the address this rank reaches its store by", host.c_str());
+  return host;
 }
 
 uint64_t Communicator::next_p2p_tag(int peer, bool is_send) {
@@ -373,7 +452,24 @@ void Communicator::set_failed(dcclResult_t code, const std::string& text) {
     }
   }
   order_cv_.notify_all();
+  {
+    // The hierarchy's sub-communicators stop with it: a call waiting inside one
+    // of their steps ends now, not at its timeout.
+    std::lock_guard<std::mutex> lk(levels_mu_);
+    if (levels_) levels_->halt(code, text, announced_.load());
+  }
   DCCL_WARN("communicator stopped: %s", text.c_str());
+}
+
+void Communicator::halt(dcclResult_t code, const std::string& text, bool idle) {
+  if (idle) announced_.store(true);
+  // The sub-communicator's other members may hear it here first (their own
+  // parents tell them too).
+  if (!failed_.load() && !finalized_.load() && watchdog_) watchdog_->announce(code, text);
+  // No shm rescue here (it waits for dead peers, on the failing call's thread): a
+  // same-host peer that died closed its connection to this one's store too, and
+  // this one's own watcher runs the rescue.
+  set_failed(code, text);
 }
 
 void Communicator::record_error(const Error& e) {
@@ -388,7 +484,6 @@ void Communicator::abort() { stop("rank " + std::to_string(rank_) + " aborted th
 
 void Communicator::stop(const std::string& text) {
   aborted_.store(true);
-  if (levels_) levels_->abort();
   if (!failed_.load() && !finalized_.load() && watchdog_) watchdog_->announce(dcclRemoteError, text);
   set_failed(dcclRemoteError, text);
   std::lock_guard<std::mutex> lk(order_mu_);

@@ -1,6 +1,7 @@
 // Communicator: composes bootstrap, transport, tuner and scheduler for one rank.
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -36,10 +37,12 @@ class Communicator {
  public:
   // Rendezvous through the store in `id`, open the transport, exchange addresses.
   // `server` is the store this rank hosts (or null). `cfg`: the settings (null: the
-  // environment's, load_config()). Throws Error on failure.
+  // environment's, load_config()). `deadline`: init's phases end by it (default:
+  // DCCL_TIMEOUT_S from now; split() passes its own). Throws Error on failure.
   using Place = ProcessPlace;
+  using TimePoint = std::chrono::steady_clock::time_point;
   Communicator(const boot::UniqueIdData& id, int nranks, int rank, std::unique_ptr<boot::StoreServer> server,
-               const std::string& ns, Place place = {}, const core::Config* cfg = nullptr);
+               const std::string& ns, Place place = {}, const core::Config* cfg = nullptr, TimePoint deadline = {});
   ~Communicator();
 
   int rank() const { return rank_; }
@@ -96,6 +99,11 @@ class Communicator {
   void drop_call() { caller_.store(false, std::memory_order_release); }
 
   void abort();
+  // Stops this communicator because the one it belongs to (a hierarchy's parent)
+  // stopped: in-flight waits and later calls fail with `text` at once. The other
+  // ranks learn it from their own parents. `idle`: nothing was in flight (the
+  // parent's notice of cancelled work), so the provider may be closed normally.
+  void halt(dcclResult_t code, const std::string& text, bool idle);
   bool aborted() const { return aborted_.load(); }
   // Ends this communicator's work before its state goes (the destructor calls it;
   // dcclCommDestroy/Abort first, to leak rather than wait past its bound): queued
@@ -133,6 +141,9 @@ class Communicator {
   size_t open_shared_segment(bool same_host);
   size_t smem_chunk_bytes() const;
   void make_levels();
+  // Where this rank's store for a split child listens: DCCL_SOCKET_IFNAME's
+  // address when set, else the address this rank reaches its own store by.
+  std::string child_store_host();
 
   core::Config cfg_;
   int rank_, nranks_;
@@ -153,6 +164,8 @@ class Communicator {
   std::unique_ptr<net::ShmSegment> smem_;
   std::string rxm_eager_;  // effective FI_OFI_RXM_EAGER_LIMIT
   std::unique_ptr<mem::PathChooser> paths_;
+  TimePoint init_deadline_{};  // while the constructor runs: init's one deadline
+  std::mutex levels_mu_;  // levels_ against the failure watcher's set_failed()
   std::unique_ptr<CommLevels> levels_;  // several hosts, same ranks on each: hierarchical algorithms
   sched::Stats stats_;
   sched::Resources res_;
@@ -172,7 +185,7 @@ class Communicator {
   bool quiesced_ = false;
   bool finalizing_ = false;    // finalize() began: new submissions are refused
   std::atomic<bool> finalized_{false};
-  bool announced_ = false;     // quiesce() told the other ranks of cancelled work (nothing was in flight)
+  std::atomic<bool> announced_{false};  // quiesce() told the other ranks of cancelled work (nothing was in flight)
   // Queued stream work reaches this communicator through its gate, which quiesce()
   // closes: cancelled work then fails on its stream without touching this object.
   struct Gate;

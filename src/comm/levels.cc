@@ -11,10 +11,12 @@ using core::Error;
 using core::log_set_rank;
 
 CommLevels::CommLevels(const tune::Topology& topo, int64_t timeout_ms, size_t piece_bytes,
-                       std::unique_ptr<Communicator> local, std::unique_ptr<Communicator> cross)
+                       std::unique_ptr<Communicator> local, std::unique_ptr<Communicator> cross,
+                       const std::chrono::steady_clock::time_point* deadline)
     : topo_(topo),
       timeout_ms_(timeout_ms),
       piece_bytes_(piece_bytes),
+      deadline_(deadline),
       local_(std::move(local)),
       cross_(std::move(cross)) {}
 
@@ -52,6 +54,7 @@ void CommLevels::run(Communicator& c, const coll::SubOp& s, sched::Stream* strea
   op.op = s.op;
   op.root = s.root;
   op.seq = c.next_seq();
+  op.deadline = *deadline_;  // the parent's call: its steps share one deadline
   struct RestoreLogRank {
     int rank;
     ~RestoreLogRank() { log_set_rank(rank); }
@@ -108,9 +111,9 @@ void CommLevels::finalize() {
   cross_->finalize();
 }
 
-void CommLevels::abort() {
-  local_->abort();
-  cross_->abort();
+void CommLevels::halt(dcclResult_t code, const std::string& text, bool idle) {
+  local_->halt(code, text, idle);
+  cross_->halt(code, text, idle);
 }
 
 void CommLevels::add_stats(dcclStats_t* s) const {

@@ -2,7 +2,9 @@
 // runs its hierarchical algorithms on (coll/hier.hpp): made at init with split(),
 // one for this rank's host and one across hosts for its local rank.
 #pragma once
+#include <chrono>
 #include <memory>
+#include <string>
 
 #include "coll/hier.hpp"
 #include "dccl/dccl.h"
@@ -16,8 +18,10 @@ class Communicator;
 
 class CommLevels final : public coll::Levels {
  public:
+  // `deadline`: the parent's running call's deadline (sched::Resources::deadline),
+  // which every step on the sub-communicators shares.
   CommLevels(const tune::Topology& topo, int64_t timeout_ms, size_t piece_bytes, std::unique_ptr<Communicator> local,
-             std::unique_ptr<Communicator> cross);
+             std::unique_ptr<Communicator> cross, const std::chrono::steady_clock::time_point* deadline);
   ~CommLevels() override;
 
   int host() const override { return topo_.host; }
@@ -36,7 +40,10 @@ class CommLevels final : public coll::Levels {
   void divide(void* buf, size_t count, dcclDataType_t dt, int n) override;
   void* temp(size_t bytes, const void* like) override;
 
-  void abort();
+  // The parent stopped (its failure watch, a local error, abort): both
+  // sub-communicators stop too, ending their in-flight waits at once. `idle`:
+  // nothing was in flight (see Communicator::halt).
+  void halt(dcclResult_t code, const std::string& text, bool idle);
   void finalize();  // both sub-communicators (see Communicator::finalize)
   // The sub-communicators' data-path counters (not their operation counts).
   void add_stats(dcclStats_t* s) const;
@@ -46,6 +53,7 @@ class CommLevels final : public coll::Levels {
   tune::Topology topo_;
   int64_t timeout_ms_;
   size_t piece_bytes_;
+  const std::chrono::steady_clock::time_point* deadline_;
   std::unique_ptr<Communicator> local_, cross_;
   // The worker of cross_start(); declared after the communicators so that it is
   // joined before they go.

@@ -55,6 +55,10 @@ struct Communicator::Gate {
 
 void Communicator::run_ticket(uint64_t ticket, std::span<const sched::Op> ops) {
   log_set_rank(rank_);
+  // The call's one deadline, for its turn and every wait in it: DCCL_TIMEOUT_S from
+  // now, or the larger call's that this one is a step of (the hierarchy's).
+  TimePoint deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(cfg_.timeout_ms);
+  if (!ops.empty() && ops[0].deadline != TimePoint{}) deadline = std::min(deadline, ops[0].deadline);
   struct Leave {
     Communicator* c;
     uint64_t ticket;
@@ -72,7 +76,7 @@ void Communicator::run_ticket(uint64_t ticket, std::span<const sched::Op> ops) {
       leave.armed = true;
     }
     auto ready = [&] { return turn_ == ticket || aborted_.load() || closing_; };
-    bool ok = ready() || order_cv_.wait_for(lk, std::chrono::milliseconds(cfg_.timeout_ms), ready);
+    bool ok = ready() || order_cv_.wait_until(lk, deadline, ready);
     if (closing_) {
       ++refused_;
       raise(dcclInvalidUsage, describe(rank_, what_of(ops), std::string("refused: ") +
@@ -82,7 +86,10 @@ void Communicator::run_ticket(uint64_t ticket, std::span<const sched::Op> ops) {
     if (!ok)
       raise(dcclTimeout, describe(rank_, "submit", "earlier operations on this communicator did not "
                                                    "finish within " + core::timeout_text(cfg_)));
-    if (turn_ == ticket) running_ = ops;
+    if (turn_ == ticket) {
+      running_ = ops;
+      res_.deadline = deadline;  // one submission holds the turn at a time
+    }
   }
   if (aborted_.load()) raise(dcclInvalidUsage, describe(rank_, "submit", "communicator was aborted"));
   if (async_code_.load() != dcclSuccess)
@@ -91,16 +98,19 @@ void Communicator::run_ticket(uint64_t ticket, std::span<const sched::Op> ops) {
     sched::execute(res_, ops);
   } catch (const Error& e) {
     // A timeout waiting for a rank of this host usually means that rank is itself
-    // stuck on one further away (a host lost across the network): it times out
-    // about now and names the cause, so wait for that rather than blame it.
+    // stuck on one further away (a host lost across the network): its call shares
+    // this one's deadline up to the moments the two began, so it times out about
+    // now and names the cause; wait briefly for that rather than blame it. A
+    // report that stopped a sub-communicator ("stopped: ...") names its cause already.
     const std::string& me = peer_names_[static_cast<size_t>(rank_)];
     const std::string here = me.substr(me.find(" on ")) + " (";
-    const bool echo_timeout = e.code() == dcclTimeout && topo_.nhosts() > 1 &&
-                              std::string(e.what()).find(here) != std::string::npos;
+    const std::string what = e.what();
+    const bool echo_timeout = e.code() == dcclTimeout && topo_.nhosts() > 1 && what.find(here) != std::string::npos &&
+                              what.find("stopped: ") == std::string::npos;
     if (!failed_.load() && (e.code() == dcclRemoteError || e.code() == dcclSystemError || echo_timeout)) {
       // A transport error here is often the echo of another rank's failure (its
       // peers cancel or vanish): give the watcher a moment to bring the root cause.
-      auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(echo_timeout ? 1500 : 300);
+      auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(echo_timeout ? 500 : 300);
       while (!failed_.load() && std::chrono::steady_clock::now() < until)
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
@@ -247,7 +257,6 @@ uint64_t Communicator::enter_call(const char* fn) {
                                                            "(the ranks would pair their calls in no defined order); the "
                                                            "communicator is stopped"));
   if (!failed_.load() && !finalized_.load() && watchdog_) watchdog_->announce(dcclInvalidUsage, text);
-  if (levels_) levels_->abort();
   set_failed(dcclInvalidUsage, text);
   raise(dcclInvalidUsage, text);
 }

@@ -29,7 +29,9 @@ void decode(const std::string& v, dcclResult_t* code, std::string* text) {
 }  // namespace
 
 Watchdog::Watchdog(const boot::UniqueIdData& id, int rank, int nranks, const std::string& ns,
-                   boot::Bootstrap& boot, std::mutex& boot_mu, std::function<void(dcclResult_t, const std::string&)> on_failure)
+                   boot::Bootstrap& boot, std::mutex& boot_mu,
+                   std::function<void(dcclResult_t, const std::string&)> on_failure,
+                   std::chrono::milliseconds connect_timeout)
     : boot_(boot), boot_mu_(boot_mu) {
   const std::string host = core::host_name();
   {
@@ -37,7 +39,7 @@ Watchdog::Watchdog(const boot::UniqueIdData& id, int rank, int nranks, const std
     boot_.lease(kKey, encode(dcclRemoteError, "rank " + std::to_string(rank) + " (pid " + std::to_string(getpid()) + " on " + host +
                           ") exited or lost its connection without destroying its communicator"));
   }
-  watch_ = std::make_unique<boot::Bootstrap>(id, rank, nranks, std::chrono::milliseconds(60000), nullptr, ns,
+  watch_ = std::make_unique<boot::Bootstrap>(id, rank, nranks, connect_timeout, nullptr, ns,
                                              boot::Bootstrap::Role::Watch);
   std::string store = "the bootstrap store at " + watch_->store_address();
   if (!watch_->store_host().empty()) store += ", hosted by " + watch_->store_host();
@@ -46,7 +48,13 @@ Watchdog::Watchdog(const boot::UniqueIdData& id, int rank, int nranks, const std
     try {
       dcclResult_t code;
       std::string text;
-      decode(watch_->get(kKey, std::chrono::hours(24 * 365)), &code, &text);
+      const std::string v = watch_->get(kKey, std::chrono::hours(24 * 365));
+      {
+        // This rank's own report: whoever announced it stopped the communicator already.
+        std::lock_guard<std::mutex> lk(announce_mu_);
+        if (!own_.empty() && v == own_) return;
+      }
+      decode(v, &code, &text);
       on_failure(code, text);
     } catch (const Error& e) {
       if (stopping_.load() || std::string(e.what()).find("interrupted") != std::string::npos) return;  // destroy
@@ -69,20 +77,35 @@ Watchdog::Watchdog(const boot::UniqueIdData& id, int rank, int nranks, const std
 
 Watchdog::~Watchdog() { stop(); }
 
-void Watchdog::stop() {
-  release();
+void Watchdog::stop(bool graceful) {
+  {
+    std::lock_guard<std::mutex> lk(announce_mu_);
+    announced_ = true;  // no announcement from here on
+    if (stopped_) return;
+    stopped_ = true;
+  }
+  if (announcer_.joinable()) announcer_.join();
+  if (graceful) release();
   stopping_.store(true);
   watch_->interrupt();
   if (thread_.joinable()) thread_.join();
 }
 
 void Watchdog::announce(dcclResult_t code, const std::string& text) {
-  std::lock_guard<std::mutex> lk(boot_mu_);
-  try {
-    boot_.set(kKey, encode(code, text));
-  } catch (const Error& e) {
-    DCCL_WARN("could not announce the failure to the other ranks: %s", e.what());
-  }
+  std::lock_guard<std::mutex> lk(announce_mu_);
+  if (announced_) return;  // the first one wins at the store anyway
+  announced_ = true;
+  own_ = encode(code, text);
+  const int rank = boot_.rank();
+  announcer_ = std::thread([this, rank, value = own_] {
+    log_set_rank(rank);
+    std::lock_guard<std::mutex> blk(boot_mu_);
+    try {
+      boot_.set(kKey, value, kAnnounceBound);
+    } catch (const Error& e) {
+      DCCL_WARN("could not announce the failure to the other ranks: %s", e.what());
+    }
+  });
 }
 
 void Watchdog::release() {

@@ -7,8 +7,13 @@
 // store's host in turn: when it breaks (the process hosting the store died, or
 // the network to it broke), the watcher reports that, naming who hosted the store
 // ("rank 0 (pid P on H)").
+//
+// Announcing never holds up the call that failed: it runs on a thread of its own,
+// bounded by kAnnounceBound, so that a store this rank cannot reach (its link is
+// down, the store's host stopped) does not add a timeout to the call's.
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -21,24 +26,38 @@ namespace dccl::comm {
 
 class Watchdog {
  public:
+  // The longest an announcement waits for the store.
+  static constexpr std::chrono::milliseconds kAnnounceBound{1000};
+
   // `boot` is the communicator's own store connection (used under `boot_mu`).
   // on_failure(code, text): the failure another rank announced (or this rank's own).
+  // `connect_timeout`: for the watcher's own connection (what is left of init's deadline).
   Watchdog(const boot::UniqueIdData& id, int rank, int nranks, const std::string& ns, boot::Bootstrap& boot,
-           std::mutex& boot_mu, std::function<void(dcclResult_t, const std::string&)> on_failure);
+           std::mutex& boot_mu, std::function<void(dcclResult_t, const std::string&)> on_failure,
+           std::chrono::milliseconds connect_timeout = std::chrono::seconds(60));
   ~Watchdog();  // stops the watcher
-  // Tells every rank that this one failed (first announcement wins).
+  // Tells every rank that this one failed (first announcement wins), from a
+  // thread of its own: returns at once.
   void announce(dcclResult_t code, const std::string& text);
   // Graceful exit: this rank's leaving is not a failure.
   void release();
-  // Releases and ends the watch (the destructor; dcclCommFinalize earlier): the
-  // store may then go without this rank calling it a failure.
-  void stop();
+  // Ends the watch (the destructor; dcclCommFinalize earlier) once an
+  // announcement under way is done (within kAnnounceBound). `graceful`: releases
+  // the lease first, so that the store may go without this rank calling it a
+  // failure; a failed communicator keeps it (the failure is known already, and
+  // the store may be out of reach).
+  void stop(bool graceful = true);
 
  private:
   boot::Bootstrap& boot_;
   std::mutex& boot_mu_;
   std::unique_ptr<boot::Bootstrap> watch_;
   std::thread thread_;
+  std::thread announcer_;  // the announcement, once one was made
+  std::mutex announce_mu_;
+  bool announced_ = false;
+  std::string own_;  // what this rank announced
+  bool stopped_ = false;
   bool released_ = false;
   std::atomic<bool> stopping_{false};  // the destructor interrupts the watcher: not a failure
 };

@@ -52,6 +52,7 @@ void check_signature(Resources& res, const Op& op) {
   in.nranks = n;
   in.spin_us = res.spin_us;
   in.timeout_ms = res.timeout_ms;
+  in.deadline = res.deadline;
   in.failed = res.failed;
   in.failure = res.failure;
   in.failure_code = &res.failure_code;

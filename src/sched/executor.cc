@@ -48,6 +48,7 @@ coll::CtxInit base_init(Resources& res, const Op& op, coll::Label&& name) {
   in.op = op.op;
   in.spin_us = res.spin_us;
   in.timeout_ms = res.timeout_ms;
+  in.deadline = res.deadline;
   in.failed = res.failed;
   in.failure = res.failure;
   in.failure_code = &res.failure_code;

@@ -28,6 +28,8 @@ struct Resources {
   coll::ScratchPool& scratch_for(mem::Backend& be);
   int64_t spin_us = DCCL_DEFAULT_SPIN_US;
   int64_t timeout_ms = DCCL_DEFAULT_TIMEOUT_S * 1000;
+  // The running submission's deadline: every wait of the call ends by it.
+  std::chrono::steady_clock::time_point deadline{};
   bool check = false;  // DCCL_CHECK
   net::ShmSegment* smem = nullptr;
   coll::Levels* levels = nullptr;  // sub-communicators for hierarchical algorithms, if any

@@ -1,5 +1,6 @@
 // One user call, as queued for execution.
 #pragma once
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 
@@ -30,6 +31,10 @@ struct Op {
   // The memory both buffers are in, when the API already looked it up (null:
   // looked up again where needed). One lookup per call instead of several.
   mem::Backend* backend = nullptr;
+  // A step of a larger call (the hierarchy's sub-communicator steps): that call's
+  // deadline, which the step shares. Zero: the step is a call of its own, whose
+  // deadline is DCCL_TIMEOUT_S after it starts.
+  std::chrono::steady_clock::time_point deadline{};
 };
 
 // A hash of what must agree between ranks for a collective to pair (collective,

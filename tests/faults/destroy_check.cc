@@ -7,8 +7,9 @@
 //   destroy_check idle [TRIALS]     destroy after synchronized work: how long it takes
 //   destroy_check abort [TRIALS]    as queued, with dcclCommAbort instead of destroy
 //   destroy_check blocking [TRIALS] destroy from a thread while one thread runs a group
-//                       of two blocking allreduces (the second outlasts DCCL_TIMEOUT_S
-//                       after destroy began) and another waits for its turn
+//                       of two blocking allreduces (the peer comes to the second after
+//                       the group's DCCL_TIMEOUT_S: it ends by its own deadline, and
+//                       destroy with it) and another waits for its turn
 // A rank passes when its process exits normally (no signal) with every check met.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -169,8 +170,9 @@ int child_idle(int rank) {
 }
 
 // Rank 0 of blocking: a group of two allreduces on one thread (the peer joins the
-// first after 2 s and the second 2 s later: past DCCL_TIMEOUT_S after destroy
-// began), a plain allreduce waiting for its turn on another, destroy from a third.
+// first after 2 s and the second 2 s later: past the group's deadline, DCCL_TIMEOUT_S
+// after it began, so the group times out naming the peer), a plain allreduce
+// waiting for its turn on another, destroy from a third.
 int rank0_blocking() {
   dcclComm_t c;
   if (dcclCommInitFromEnv(&c) != dcclSuccess) return fprintf(stderr, "init: %s\n", dcclGetLastError(nullptr)), 1;
@@ -199,7 +201,7 @@ int rank0_blocking() {
   printf("rank 0: running group: %s: %s\n", dcclGetErrorString(rc1), msg1.c_str());
   printf("rank 0: waiting call: %s: %s\n", dcclGetErrorString(rc2), msg2.c_str());
   bool ok = rc == dcclSuccess && end_ms <= 2000.0 * kTimeoutS;
-  ok = ok && rc1 != dcclSuccess && has(msg1.c_str(), "rank 0", "destroy") && a[kCount - 1] == 2.0f;
+  ok = ok && rc1 != dcclSuccess && has(msg1.c_str(), "rank 0", "timed out") && a[kCount - 1] == 2.0f;
   ok = ok && rc2 != dcclSuccess && has(msg2.c_str(), "rank 0: all_reduce #2", "destroy");
   return ok ? 0 : 1;
 }
@@ -257,7 +259,7 @@ int main(int argc, char** argv) {
     if (role == "idle0") return child_idle(0);
     if (role == "idle1") return child_idle(1);
     if (role == "blocking0") return rank0_blocking();
-    if (role == "blocking1") return peer(3, "destroy", false);
+    if (role == "blocking1") return peer(3, "timed out", false);
     return 2;
   }
   if (argc >= 2) return run(argv[0], argv[1], argc >= 3 ? atoi(argv[2]) : 1);

@@ -304,7 +304,7 @@ bool EmuNet::build(std::string* why) {
     }
     // A default route, as every cloud host has: programs that pick "the
     // default-route interface" (the store of dcclGetUniqueId) then pick eth0.
-    hb += "route add default via " + store_address() + " dev eth0\n";
+    if (spec_.default_route) hb += "route add default via " + store_address() + " dev eth0\n";
     if (!run({ip_, "-n", ns_name(h), "-b", "-"}, hb, why)) {
       *why = "cannot configure emulated host " + std::to_string(h) + " (namespace " + ns_name(h) + "): " + *why;
       return false;

@@ -7,7 +7,7 @@
 //   addresses   host h, rail r: 198.18.<r>.<h+1>/24; the switch: 198.18.0.254/24 on br0
 //   routes      each host's default route goes via 198.18.0.254 on eth0 (nothing
 //               lies beyond it; it is there for programs that bind to "the
-//               default-route interface")
+//               default-route interface"); none with NetSpec::default_route false
 //   shaping     optional tbf on both ends of every veth (see tbf_for)
 //
 // Built with iproute2 (ip, tc); removed with `ip netns del`, which takes the
@@ -28,6 +28,7 @@ struct NetSpec {
   int rails = 1;
   uint64_t rate_bps = 0;  // 0: links not shaped
   int mtu = 0;            // of every veth end (the bridges follow); 0: the kernel's default
+  bool default_route = true;  // each host's default route via the switch's address
 };
 
 // tbf parameters for a rate: burst = 1 ms of traffic at the rate, at least 16 KiB

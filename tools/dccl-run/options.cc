@@ -117,7 +117,8 @@ void print_run_usage(FILE* f) {
   std::fprintf(f,
       "usage: dccl-run -n N [--env K=V | -x K=V | -x NAME]... [--timeout SEC] [--keep-going] [--no-prefix]\n"
       "                [--bind-to core|none] [--] prog [args...]\n"
-      "       dccl-run --hosts H|A+B+... [-n N] [--rails R] [--rate RATE] [--mtu BYTES] [--keep-net] ...\n"
+      "       dccl-run --hosts H|A+B+... [-n N] [--rails R] [--rate RATE] [--mtu BYTES] [--no-default-route]\n"
+      "                [--keep-net] ...\n"
       "  Starts N local ranks of prog with DCCL_RANK, DCCL_WORLD_SIZE, DCCL_LOCAL_RANK,\n"
       "  DCCL_LOCAL_SIZE and DCCL_ID (the rendezvous store, hosted by dccl-run) set,\n"
       "  and prefixes each line they print with \"[rank] \".\n"
@@ -132,6 +133,8 @@ void print_run_usage(FILE* f) {
       "  --rate RATE       shape every emulated link with tbf, both ways (e.g. 1gbit, 100mbit)\n"
       "  --mtu BYTES       MTU of every emulated interface, 576..65535 (default 1500;\n"
       "                    cloud instance networks use jumbo frames, e.g. 9001)\n"
+      "  --no-default-route  give the emulated hosts no default route (a data network\n"
+      "                    apart from the management one): only their subnets are reachable\n"
       "  --keep-net        leave the emulated network in place after the job (debugging)\n"
       "  --no-prefix       print the ranks' lines as they wrote them (whole lines, no \"[rank] \";\n"
       "                    e.g. for dccl-perf --json on stdout)\n"
@@ -235,6 +238,8 @@ int parse_run_args(int argc, char** argv, RunOptions* opt, std::string* error) {
       emu_flag = true;
     } else if (arg == "--keep-net") {
       opt->keep_net = emu_flag = true;
+    } else if (arg == "--no-default-route") {
+      opt->no_default_route = emu_flag = true;
     } else if (arg == "--keep-going") {
       opt->keep_going = true;
     } else if (arg == "--no-prefix") {
@@ -255,7 +260,7 @@ int parse_run_args(int argc, char** argv, RunOptions* opt, std::string* error) {
   }
   for (; a < argc; ++a) opt->argv.emplace_back(argv[a]);
   if (hosts.empty() && emu_flag) {
-    *error = "--rails, --rate, --mtu and --keep-net need --hosts";
+    *error = "--rails, --rate, --mtu, --no-default-route and --keep-net need --hosts";
     return 2;
   }
   if (!hosts.empty()) {
