@@ -61,6 +61,7 @@ class FabricTransport final : public Transport {
   std::vector<std::string> topology() const override { return topology_lines(blobs_, forced_); }
   std::vector<std::string> rail_counters() const override;
   std::string hmem_missing() const override;
+  std::string untrusted_routes() const override { return untrusted_; }
   void isend(int peer, const void* buf, size_t len, uint64_t tag, Request* req,
              MemRegion* mr) override {
     post(true, peer, const_cast<void*>(buf), len, tag, req, mr);
@@ -145,7 +146,15 @@ class FabricTransport final : public Transport {
     std::vector<Lane> lanes;  // striped pairs: rails [0, lanes), home among them; else empty
     WireCut cut;
     bool sock = false;  // host-memory messages up to sock_->limit(peer) take the socket path
+    // The pair's provider is not trusted (provider_trusted, DCCL_TRUST_NETWORK=0):
+    // no fabric lane; every message takes the socket path (device memory is staged).
+    bool sock_only = false;
   };
+  // Whether `prov` may carry the job's data as it is (net/provider.hpp's table).
+  bool trusted(const std::string& prov) const { return opts_.trust_network || provider_trusted(prov); }
+  // Untrusted tcp: the rails' names and addresses are published (for the pair plan and
+  // the socket path) without opening libfabric endpoints on them.
+  bool publish_rails(std::string* why);
 
   TransportOptions opts_;
   std::string forced_;  // "" = automatic
@@ -158,6 +167,8 @@ class FabricTransport final : public Transport {
   std::map<fi_addr_t, int> pidfds_;  // same-host shm peers' processes
   std::vector<ShmPeer> shm_peers_;  // fixed after connect(): read by peers_failed()
   std::unique_ptr<SockPath> sock_;  // TCP-routed peers' small messages (DCCL_NET_SOCK_BYTES)
+  std::vector<std::pair<std::string, std::string>> unopened_;  // publish_rails: (rail, sockaddr bytes)
+  std::string untrusted_;  // after connect(): the ranks reached over an untrusted provider, and why
   bool abandoned_ = false;
   bool connected_ = false;
 };
@@ -192,7 +203,19 @@ FabricTransport::FabricTransport(const TransportOptions& o) : opts_(o) {
   }
 
   std::string why;
-  if (!forced_.empty()) {
+  std::string why_not;
+  if (!forced_.empty() && !trusted(forced_)) {
+    provider_trusted(forced_, &why_not);
+    if (forced_ != kTcpProvider)
+      core::raise(dcclInvalidUsage,
+                  core::describe(o.rank, "transport",
+                                 "DCCL_PROVIDER " + forced_ + " is not trusted (" + why_not +
+                                     "): set DCCL_TRUST_NETWORK=1 where only the job can reach the network, or "
+                                     "DCCL_PROVIDER=tcp for DirectCCL's authenticated sockets"));
+    // Forced tcp on an untrusted network: every pair, this rank with itself included,
+    // over the socket path; no libfabric endpoint at all.
+    if (!publish_rails(&why)) unavailable("provider '" + forced_ + "' is unavailable: " + why);
+  } else if (!forced_.empty()) {
     const bool ok = forced_ == kTcpProvider ? open_rails(forced_, &why) : open(forced_, &why);
     if (!ok) unavailable("provider '" + forced_ + "' is unavailable: " + why);
     if (forced_ != kTcpProvider && !ifnames_.empty())
@@ -200,7 +223,7 @@ FabricTransport::FabricTransport(const TransportOptions& o) : opts_(o) {
   } else {
     std::string why_tcp;
     bool shm = open(kShmProvider, &why);
-    bool tcp = open_rails(kTcpProvider, &why_tcp);
+    bool tcp = trusted(kTcpProvider) ? open_rails(kTcpProvider, &why_tcp) : publish_rails(&why_tcp);
     if (!shm && !tcp)
       unavailable("neither shm (" + why + ") nor tcp;ofi_rxm (" + why_tcp + ") can be opened");
     if (!shm)
@@ -217,11 +240,43 @@ FabricTransport::FabricTransport(const TransportOptions& o) : opts_(o) {
     tcp_ips.push_back(sockaddr_ip(ep->address()));
     tcp_rails.push_back(ep->rail());
   }
-  if (o.sock_bytes > 0 && !tcp_ips.empty() &&
+  for (const auto& [rail, addr] : unopened_) {
+    self_.endpoints.emplace_back(kTcpProvider, addr);
+    self_.rails.push_back(rail);
+    tcp_ips.push_back(sockaddr_ip(addr));
+    tcp_rails.push_back(rail);
+  }
+  // Untrusted tcp: the socket path carries every size (connect() refuses
+  // DCCL_NET_SOCK_BYTES=0 if a pair needs it).
+  const uint64_t sock_max = unopened_.empty() ? o.sock_bytes : UINT64_MAX;
+  if (sock_max > 0 && !tcp_ips.empty() &&
       std::find(tcp_ips.begin(), tcp_ips.end(), std::string()) == tcp_ips.end()) {
-    sock_ = std::make_unique<SockPath>(o.rank, o.sock_bytes, o.timeout, tcp_ips, tcp_rails);
+    sock_ = std::make_unique<SockPath>(o.rank, sock_max, o.timeout, tcp_ips, tcp_rails);
     self_.sock = sock_->address();
   }
+}
+
+bool FabricTransport::publish_rails(std::string* why) {
+  std::vector<Rail> rails;
+  try {
+    rails = find_rails(kTcpProvider, ifnames_, why, false);
+  } catch (const core::Error& e) {
+    core::raise(e.code(), core::describe(opts_.rank, "transport", e.what()));
+  }
+  std::string names;
+  for (auto& r : rails) {
+    const fi_info* i = r.info.info.get();
+    if (!i->src_addr || i->src_addrlen == 0) continue;
+    unopened_.emplace_back(r.name, std::string(static_cast<const char*>(i->src_addr), i->src_addrlen));
+    names += (names.empty() ? "" : ", ") + r.name + " (" + r.address + ")";
+  }
+  if (unopened_.empty()) {
+    if (why->empty()) *why = "no interface with an address";
+    return false;
+  }
+  DCCL_INFO("net: rank %d: the network is not trusted (DCCL_TRUST_NETWORK=0): tcp;ofi_rxm is not opened; rails %s "
+            "carry DirectCCL's authenticated socket path", opts_.rank, names.c_str());
+  return true;
 }
 
 // One endpoint per rail (net/rails.hpp): the interfaces DCCL_NET_IFNAME names, or
@@ -294,6 +349,8 @@ std::string FabricTransport::provider_summary() const {
   std::vector<std::string> names;
   for (const auto& ep : eps_)
     if (std::find(names.begin(), names.end(), ep->provider()) == names.end()) names.push_back(ep->provider());
+  if (std::any_of(routes_.begin(), routes_.end(), [](const Route& r) { return r.sock_only; }))
+    names.push_back("tcp (DirectCCL sockets)");
   return join(names, "+");
 }
 
@@ -353,6 +410,8 @@ void FabricTransport::connect(const std::vector<std::string>& blobs) {
   int striped = 0;
   std::string stripe_rails;
   std::vector<std::pair<int, std::string>> sock_peers(blobs.size(), {-1, std::string()});
+  bool loop_self = false;
+  std::string untrusted_ranks, untrusted_why;
   for (size_t r = 0; r < blobs.size(); ++r) {
     const Blob& b = all[r];
     PairPlan plan;
@@ -360,6 +419,36 @@ void FabricTransport::connect(const std::vector<std::string>& blobs) {
       plan = plan_pair(self_, rank, b, static_cast<int>(r), forced_);
     } catch (const core::Error& e) {
       core::raise(e.code(), core::describe(rank, "connect", e.what()));
+    }
+    Route& rt = routes[r];
+    ++peers_of[plan.provider];
+    if (!trusted(plan.provider)) {
+      // No fabric lane: the socket path carries everything, this rank's own messages too.
+      rt.sock_only = true;
+      if (static_cast<int>(r) == rank) {
+        loop_self = true;
+        continue;
+      }
+      if (!sock_ || b.sock.empty())
+        core::raise(dcclInvalidUsage,
+                    core::describe(rank, "connect",
+                                   "rank " + std::to_string(r) + " is reached over " + plan.provider +
+                                       ", which is not trusted, but " +
+                                       (sock_ ? "rank " + std::to_string(r) + " publishes" : std::string("this rank has")) +
+                                       " no socket path; every rank must use the same DCCL_TRUST_NETWORK"));
+      if (opts_.sock_bytes == 0)
+        core::raise(dcclInvalidUsage,
+                    core::describe(rank, "connect",
+                                   "DCCL_NET_SOCK_BYTES=0 would send host memory to rank " + std::to_string(r) +
+                                       " over " + plan.provider + ", which is not trusted (" +
+                                       [&] { std::string w; provider_trusted(plan.provider, &w); return w; }() +
+                                       "); leave DCCL_NET_SOCK_BYTES unset, or set DCCL_TRUST_NETWORK=1 where only "
+                                       "the job can reach the network"));
+      sock_peers[r] = {plan.home, b.sock};
+      untrusted_ranks += (untrusted_ranks.empty() ? "" : ", ") + std::to_string(r);
+      provider_trusted(plan.provider, &untrusted_why);
+      untrusted_why = plan.provider + ", which is not trusted (" + untrusted_why + ")";
+      continue;
     }
     const std::vector<Endpoint*> eps = mine(plan.provider);
     const std::vector<size_t> theirs = b.rails_of(plan.provider);
@@ -370,7 +459,6 @@ void FabricTransport::connect(const std::vector<std::string>& blobs) {
       ++users[l.ep];
       return l;
     };
-    Route& rt = routes[r];
     rt.home = lane(plan.home);
     if (plan.lanes >= 2) {
       rt.cut.part = SIZE_MAX;
@@ -388,7 +476,6 @@ void FabricTransport::connect(const std::vector<std::string>& blobs) {
     }
     if (sock_ && plan.provider == kTcpProvider && static_cast<int>(r) != rank && !b.sock.empty())
       sock_peers[r] = {plan.home, b.sock};
-    ++peers_of[plan.provider];
     if (!rt.home.ep->rail().empty()) ++home_of[rt.home.ep->rail()];
     if (plan.provider == kShmProvider && static_cast<int>(r) != rank && b.pid > 0) {
       int fd = static_cast<int>(syscall(SYS_pidfd_open, b.pid, 0));
@@ -400,10 +487,14 @@ void FabricTransport::connect(const std::vector<std::string>& blobs) {
     }
   }
   if (sock_) {
-    sock_->connect(sock_peers);
+    sock_->connect(sock_peers, loop_self);
     for (size_t r = 0; r < routes.size(); ++r) routes[r].sock = sock_->limit(static_cast<int>(r)) > 0;
     if (!sock_->any()) sock_.reset();
   }
+  if (!untrusted_ranks.empty())
+    untrusted_ = "rank(s) " + untrusted_ranks + " are reached over " + untrusted_why +
+                 ": DirectCCL's authenticated socket path carries their messages, device memory staged "
+                 "(DCCL_TRUST_NETWORK=1 trusts the network)";
   // Automatic mode opened tcp;ofi_rxm in case a peer was remote, and every rail in
   // case a pair chose it: close what nobody uses (keeping one endpoint at least).
   std::vector<std::unique_ptr<Endpoint>> keep;
@@ -426,9 +517,14 @@ void FabricTransport::connect(const std::vector<std::string>& blobs) {
   auto ranks = [](int k) { return std::to_string(k) + (k == 1 ? " rank" : " ranks"); };
   std::string log;
   for (const auto& [prov, k] : peers_of) log += (log.empty() ? "" : ", ") + prov + " for " + ranks(k);
-  if (sock_)
-    log += "; messages up to " + std::to_string(opts_.sock_bytes) + " bytes to " +
-           std::to_string(std::count_if(routes_.begin(), routes_.end(), [](const Route& x) { return x.sock; })) +
+  const auto sock_only = std::count_if(routes_.begin(), routes_.end(), [](const Route& x) { return x.sock_only; });
+  const auto sock_limited =
+      std::count_if(routes_.begin(), routes_.end(), [](const Route& x) { return x.sock && !x.sock_only; });
+  if (sock_only)
+    log += "; every message to " + std::to_string(sock_only) +
+           " of them over DirectCCL's authenticated socket path (the network is not trusted: DCCL_TRUST_NETWORK=0)";
+  if (sock_limited)
+    log += "; messages up to " + std::to_string(opts_.sock_bytes) + " bytes to " + std::to_string(sock_limited) +
            " of them over DirectCCL's socket path (DCCL_NET_SOCK_BYTES)";
   if (!home_of.empty()) {
     std::string rails;
@@ -460,6 +556,14 @@ void FabricTransport::post(bool send, int peer, void* buf, size_t len, uint64_t 
   if (tag & kLengthMarkBits)
     core::raise(dcclInternalError, core::describe(opts_.rank, op, "tag uses the length mark's bits"));
   const Route& rt = routes_[static_cast<size_t>(peer)];
+  if (rt.sock_only) {
+    if (mr && mr->device)
+      core::raise(dcclInternalError,
+                  core::describe(opts_.rank, op, "device memory for rank " + std::to_string(peer) +
+                                                     ", whose only route is DirectCCL's socket path (" + untrusted_ + ")"));
+    req->sock = true;
+    return sock_->post(send, peer, buf, len, tag, req);
+  }
   const bool striped = !rt.lanes.empty() && len >= rt.cut.stripe_min;
   if (rt.sock && !striped && len <= sock_->limit(peer) && !(mr && mr->device)) {
     req->sock = true;
@@ -501,12 +605,11 @@ void FabricTransport::post_striped(bool send, int peer, void* buf, size_t len, u
 std::string FabricTransport::describe_req(const Request& r) const {
   std::string s = std::string(r.is_send ? "send to" : "recv from") + " rank " +
                   std::to_string(r.peer) + " (tag " + hex(r.tag);
-  if (r.peer >= 0 && static_cast<size_t>(r.peer) < routes_.size() && routes_[static_cast<size_t>(r.peer)].home.ep) {
+  if (r.sock) {
+    s += ", DirectCCL sockets";
+  } else if (r.peer >= 0 && static_cast<size_t>(r.peer) < routes_.size() && routes_[static_cast<size_t>(r.peer)].home.ep) {
     const Route& rt = routes_[static_cast<size_t>(r.peer)];
-    if (r.sock)
-      s += ", DirectCCL sockets";
-    else
-      s += ", " + rt.home.ep->label() + (rt.lanes.empty() ? "" : ", striped over " + std::to_string(rt.lanes.size()) + " rails");
+    s += ", " + rt.home.ep->label() + (rt.lanes.empty() ? "" : ", striped over " + std::to_string(rt.lanes.size()) + " rails");
   }
   return s + ")";
 }
