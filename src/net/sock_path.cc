@@ -147,6 +147,7 @@ int SockPath::progress(bool block) {
       const size_t before = c->txq.size();
       if (write_locked(*c)) done += static_cast<int>(before - c->txq.size());
     }
+  if (conns_.empty()) return done;  // only this rank's own pair: nothing to read
   if (conns_.size() == 1) {
     Conn& c = *conns_[0];
     if (c.dead.empty()) read_locked(c, &done);

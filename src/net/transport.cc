@@ -7,6 +7,7 @@
 // Transport: routes each peer to an endpoint (shm on the same host, tcp;ofi_rxm across
 // hosts, or one forced provider), posts tagged messages and drives completions.
 #include "net/transport.hpp"
+#include "net/fabric_transport.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -33,145 +34,14 @@ using Clock = std::chrono::steady_clock;
 // fi_cq_sread is not used: shm peers do not signal the CQ's wait fd in 1.17 (it would be
 // a timed sleep), and blocking inside the domain lock would stall posting threads.
 
-std::string join(const std::vector<std::string>& v, const char* sep) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
-  return out;
-}
-
 std::string hex(uint64_t v) {
   char buf[24];
   snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
   return buf;
 }
 
-class FabricTransport final : public Transport {
- public:
-  explicit FabricTransport(const TransportOptions& o);
-  ~FabricTransport() override {
-    if (connected_)
-      for (const auto& line : rail_counters()) DCCL_INFO("net: rank %d %s", opts_.rank, line.c_str());
-    for (auto& [a, fd] : pidfds_) close(fd);
-    if (!pidfds_.empty()) reap_orphaned_shm_regions();  // a same-host peer killed: its region too
-  }
+}  // namespace
 
-  std::string local_blob() const override;
-  void connect(const std::vector<std::string>& blobs) override;
-  std::string provider_summary() const override;
-  std::vector<std::string> topology() const override { return topology_lines(blobs_, forced_); }
-  std::vector<std::string> rail_counters() const override;
-  std::string hmem_missing() const override;
-  std::string untrusted_routes() const override { return untrusted_; }
-  void isend(int peer, const void* buf, size_t len, uint64_t tag, Request* req,
-             MemRegion* mr) override {
-    post(true, peer, const_cast<void*>(buf), len, tag, req, mr);
-  }
-  void irecv(int peer, void* buf, size_t len, uint64_t tag, Request* req,
-             MemRegion* mr) override {
-    post(false, peer, buf, len, tag, req, mr);
-  }
-  void progress() override {
-    for (auto& ep : eps_) ep->progress(false);
-    if (sock_) sock_->progress(false);
-  }
-  void nap(int64_t ns) override {
-    if (sock_) return sock_->nap(ns);
-    Transport::nap(ns);
-  }
-  void wait(Request* const* reqs, size_t n, const std::string& what) override;
-  void cancel_all() override {
-    for (auto& ep : eps_) ep->cancel_all();
-    if (sock_) sock_->cancel_all();
-  }
-  MemRegion* register_memory(const void* buf, size_t len) override;
-  void deregister_memory(MemRegion* mr) override;
-  MemRegion* register_dmabuf(int fd, uint64_t offset, size_t len, void* base, int iface, int device) override {
-    auto mr = std::make_unique<MemRegion>();
-    mr->base = base;
-    mr->len = len;
-    mr->device = true;
-    for (auto& ep : eps_) mr->regs.emplace_back(ep.get(), ep->register_dmabuf(fd, offset, len, base, iface, device));
-    return mr.release();
-  }
-  void peers_failed() override {
-    if (shm_peers_.empty()) return;
-    std::vector<std::string> own;
-    for (auto& ep : eps_)
-      if (ep->provider() == kShmProvider) own.push_back(ep->address());
-    rescue_after_peer_failure(opts_.rank, shm_peers_, own);
-  }
-  void abandon() override {
-    bool any = false;
-    for (auto& ep : eps_) any = any || ep->cancelled_any();
-    if (!any) return;  // nothing in the provider's hands: close normally
-    abandoned_ = true;
-    for (auto& ep : eps_) {
-      // The provider keeps its mapping; the name goes, so the region is freed when
-      // this process exits instead of staying in /dev/shm.
-      if (ep->provider() == kShmProvider) unlink_shm_region(ep->address());
-      (void)ep.release();
-    }
-    eps_.clear();
-  }
-
- private:
-  bool open(const std::string& prov, std::string* why);
-  bool open_rails(const std::string& prov, std::string* why);
-  void post(bool send, int peer, void* buf, size_t len, uint64_t tag, Request* req,
-            MemRegion* mr);
-  void post_striped(bool send, int peer, void* buf, size_t len, uint64_t tag, Request* req, MemRegion* mr);
-  std::string describe_req(const Request& r) const;
-  // For a receive that timed out: "; count mismatch: ..." when the peer's message
-  // for it arrived with another length (the length mark kept them apart), else "".
-  std::string mismatch_note(const Request& r) const override {
-    if (r.is_send || r.peer < 0) return "";
-    const Route& rt = routes_[static_cast<size_t>(r.peer)];
-    if (r.sock) return sock_->mismatch_note(r);
-    std::vector<Lane> lanes = rt.lanes.empty() ? std::vector<Lane>{rt.home} : rt.lanes;
-    size_t got = 0;
-    for (const Lane& l : lanes)
-      if (l.ep->peek(l.addr, r.tag, kLengthMarkBits, &got, 100))
-        return "; count mismatch: rank " + std::to_string(r.peer) + " sent a message of another length for it (this rank expects " +
-               std::to_string(r.len) + " bytes)";
-    return "";
-  }
-  [[noreturn]] void unavailable(const std::string& what) const;
-
-  struct Lane {
-    Endpoint* ep = nullptr;
-    fi_addr_t addr = FI_ADDR_UNSPEC;
-  };
-  struct Route {
-    Lane home;                // the pair's rail: everything not striped
-    std::vector<Lane> lanes;  // striped pairs: rails [0, lanes), home among them; else empty
-    WireCut cut;
-    bool sock = false;  // host-memory messages up to sock_->limit(peer) take the socket path
-    // The pair's provider is not trusted (provider_trusted, DCCL_TRUST_NETWORK=0):
-    // no fabric lane; every message takes the socket path (device memory is staged).
-    bool sock_only = false;
-  };
-  // Whether `prov` may carry the job's data as it is (net/provider.hpp's table).
-  bool trusted(const std::string& prov) const { return opts_.trust_network || provider_trusted(prov); }
-  // Untrusted tcp: the rails' names and addresses are published (for the pair plan and
-  // the socket path) without opening libfabric endpoints on them.
-  bool publish_rails(std::string* why);
-
-  TransportOptions opts_;
-  std::string forced_;  // "" = automatic
-  std::vector<std::string> ifnames_;  // DCCL_NET_IFNAME
-  Blob self_;
-  std::vector<std::unique_ptr<Endpoint>> eps_;  // shm and/or the network provider's rails, in rail order
-  std::vector<Route> routes_;
-  std::vector<Blob> blobs_;  // every rank's, for topology()
-  std::mutex stripe_mu_;     // posting a striped message
-  std::map<fi_addr_t, int> pidfds_;  // same-host shm peers' processes
-  std::vector<ShmPeer> shm_peers_;  // fixed after connect(): read by peers_failed()
-  std::unique_ptr<SockPath> sock_;  // TCP-routed peers' small messages (DCCL_NET_SOCK_BYTES)
-  std::vector<std::pair<std::string, std::string>> unopened_;  // publish_rails: (rail, sockaddr bytes)
-  std::string untrusted_;  // after connect(): the ranks reached over an untrusted provider, and why
-  bool abandoned_ = false;
-  bool connected_ = false;
-};
 
 FabricTransport::FabricTransport(const TransportOptions& o) : opts_(o) {
   reap_orphaned_shm_regions();
@@ -386,156 +256,6 @@ std::string FabricTransport::hmem_missing() const {
          ")";
 }
 
-void FabricTransport::connect(const std::vector<std::string>& blobs) {
-  const int rank = opts_.rank;
-  if (connected_) core::raise(dcclInvalidUsage, core::describe(rank, "connect", "called twice"));
-  if (blobs.size() != static_cast<size_t>(opts_.nranks))
-    core::raise(dcclInvalidArgument,
-                core::describe(rank, "connect",
-                               std::to_string(blobs.size()) + " blobs for " +
-                                   std::to_string(opts_.nranks) + " ranks"));
-  std::vector<Blob> all;
-  for (size_t r = 0; r < blobs.size(); ++r) all.push_back(Blob::decode(blobs[r], "rank " + std::to_string(r)));
-  // This rank's endpoints of one provider, in rail order (as published in self_).
-  auto mine = [&](const std::string& prov) {
-    std::vector<Endpoint*> v;
-    for (auto& ep : eps_)
-      if (ep->provider() == prov) v.push_back(ep.get());
-    return v;
-  };
-  std::vector<Route> routes(blobs.size());
-  std::map<const Endpoint*, int> users;
-  std::map<std::string, int> peers_of;  // provider -> ranks routed through it
-  std::map<std::string, int> home_of;   // rail label -> ranks whose home rail it is
-  int striped = 0;
-  std::string stripe_rails;
-  std::vector<std::pair<int, std::string>> sock_peers(blobs.size(), {-1, std::string()});
-  bool loop_self = false;
-  std::string untrusted_ranks, untrusted_why;
-  for (size_t r = 0; r < blobs.size(); ++r) {
-    const Blob& b = all[r];
-    PairPlan plan;
-    try {
-      plan = plan_pair(self_, rank, b, static_cast<int>(r), forced_);
-    } catch (const core::Error& e) {
-      core::raise(e.code(), core::describe(rank, "connect", e.what()));
-    }
-    Route& rt = routes[r];
-    ++peers_of[plan.provider];
-    if (!trusted(plan.provider)) {
-      // No fabric lane: the socket path carries everything, this rank's own messages too.
-      rt.sock_only = true;
-      if (static_cast<int>(r) == rank) {
-        loop_self = true;
-        continue;
-      }
-      if (!sock_ || b.sock.empty())
-        core::raise(dcclInvalidUsage,
-                    core::describe(rank, "connect",
-                                   "rank " + std::to_string(r) + " is reached over " + plan.provider +
-                                       ", which is not trusted, but " +
-                                       (sock_ ? "rank " + std::to_string(r) + " publishes" : std::string("this rank has")) +
-                                       " no socket path; every rank must use the same DCCL_TRUST_NETWORK"));
-      if (opts_.sock_bytes == 0)
-        core::raise(dcclInvalidUsage,
-                    core::describe(rank, "connect",
-                                   "DCCL_NET_SOCK_BYTES=0 would send host memory to rank " + std::to_string(r) +
-                                       " over " + plan.provider + ", which is not trusted (" +
-                                       [&] { std::string w; provider_trusted(plan.provider, &w); return w; }() +
-                                       "); leave DCCL_NET_SOCK_BYTES unset, or set DCCL_TRUST_NETWORK=1 where only "
-                                       "the job can reach the network"));
-      sock_peers[r] = {plan.home, b.sock};
-      untrusted_ranks += (untrusted_ranks.empty() ? "" : ", ") + std::to_string(r);
-      provider_trusted(plan.provider, &untrusted_why);
-      untrusted_why = plan.provider + ", which is not trusted (" + untrusted_why + ")";
-      continue;
-    }
-    const std::vector<Endpoint*> eps = mine(plan.provider);
-    const std::vector<size_t> theirs = b.rails_of(plan.provider);
-    auto lane = [&](int i) {
-      Lane l;
-      l.ep = eps[static_cast<size_t>(i)];
-      l.addr = l.ep->insert(b.endpoints[theirs[static_cast<size_t>(i)]].second, static_cast<int>(r));
-      ++users[l.ep];
-      return l;
-    };
-    rt.home = lane(plan.home);
-    if (plan.lanes >= 2) {
-      rt.cut.part = SIZE_MAX;
-      for (int i = 0; i < plan.lanes; ++i) {
-        rt.lanes.push_back(i == plan.home ? rt.home : lane(i));
-        rt.cut.part = std::min(rt.cut.part, rt.lanes.back().ep->max_part());
-      }
-      rt.cut.lanes = plan.lanes;
-      rt.cut.stripe_min = plan.stripe_min;
-      rt.cut.home = plan.home;
-      ++striped;
-      std::vector<std::string> names;
-      for (const Endpoint* ep : eps) names.push_back(ep->rail());
-      stripe_rails = rail_list(names, plan.lanes);
-    }
-    if (sock_ && plan.provider == kTcpProvider && static_cast<int>(r) != rank && !b.sock.empty())
-      sock_peers[r] = {plan.home, b.sock};
-    if (!rt.home.ep->rail().empty()) ++home_of[rt.home.ep->rail()];
-    if (plan.provider == kShmProvider && static_cast<int>(r) != rank && b.pid > 0) {
-      int fd = static_cast<int>(syscall(SYS_pidfd_open, b.pid, 0));
-      if (fd >= 0) {
-        pidfds_[rt.home.addr] = fd;
-        const std::string* a = b.address_for(kShmProvider);
-        if (a) shm_peers_.push_back(ShmPeer{fd, b.pid, *a});
-      }
-    }
-  }
-  if (sock_) {
-    sock_->connect(sock_peers, loop_self);
-    for (size_t r = 0; r < routes.size(); ++r) routes[r].sock = sock_->limit(static_cast<int>(r)) > 0;
-    if (!sock_->any()) sock_.reset();
-  }
-  if (!untrusted_ranks.empty())
-    untrusted_ = "rank(s) " + untrusted_ranks + " are reached over " + untrusted_why +
-                 ": DirectCCL's authenticated socket path carries their messages, device memory staged "
-                 "(DCCL_TRUST_NETWORK=1 trusts the network)";
-  // Automatic mode opened tcp;ofi_rxm in case a peer was remote, and every rail in
-  // case a pair chose it: close what nobody uses (keeping one endpoint at least).
-  std::vector<std::unique_ptr<Endpoint>> keep;
-  for (auto& ep : eps_)
-    if (users[ep.get()] > 0) keep.push_back(std::move(ep));
-  if (keep.empty() && !eps_.empty()) keep.push_back(std::move(eps_.front()));
-  eps_ = std::move(keep);
-  routes_ = std::move(routes);
-  blobs_ = std::move(all);
-  for (auto& ep : eps_)
-    if (ep->provider() == kShmProvider && !pidfds_.empty())
-      ep->set_liveness([this](fi_addr_t a) {
-        auto it = pidfds_.find(a);
-        if (it == pidfds_.end()) return true;
-        pollfd p{it->second, POLLIN, 0};
-        return poll(&p, 1, 0) == 0;  // readable once the process has exited
-      });
-  connected_ = true;
-  // "shm for 3 ranks, tcp;ofi_rxm for 4 ranks (rails: eth0 for 2 ranks, eth1 for 2 ranks)"
-  auto ranks = [](int k) { return std::to_string(k) + (k == 1 ? " rank" : " ranks"); };
-  std::string log;
-  for (const auto& [prov, k] : peers_of) log += (log.empty() ? "" : ", ") + prov + " for " + ranks(k);
-  const auto sock_only = std::count_if(routes_.begin(), routes_.end(), [](const Route& x) { return x.sock_only; });
-  const auto sock_limited =
-      std::count_if(routes_.begin(), routes_.end(), [](const Route& x) { return x.sock && !x.sock_only; });
-  if (sock_only)
-    log += "; every message to " + std::to_string(sock_only) +
-           " of them over DirectCCL's authenticated socket path (the network is not trusted: DCCL_TRUST_NETWORK=0)";
-  if (sock_limited)
-    log += "; messages up to " + std::to_string(opts_.sock_bytes) + " bytes to " + std::to_string(sock_limited) +
-           " of them over DirectCCL's socket path (DCCL_NET_SOCK_BYTES)";
-  if (!home_of.empty()) {
-    std::string rails;
-    for (const auto& [rail, k] : home_of) rails += (rails.empty() ? "" : ", ") + rail + " for " + ranks(k);
-    log += " (rails: " + rails;
-    if (striped) log += "; large parts striped over " + stripe_rails + " for " + ranks(striped);
-    log += ")";
-  }
-  DCCL_INFO("net: rank %d of %d on %s uses %s", rank, opts_.nranks, self_.host.c_str(), log.c_str());
-}
-
 void FabricTransport::post(bool send, int peer, void* buf, size_t len, uint64_t tag,
                            Request* req, MemRegion* mr) {
   const char* op = send ? "isend" : "irecv";
@@ -672,8 +392,6 @@ void FabricTransport::deregister_memory(MemRegion* mr) {
   for (auto& [ep, fid] : mr->regs) const_cast<Endpoint*>(ep)->close_buffer(fid);
   delete mr;
 }
-
-}  // namespace
 
 std::unique_ptr<Transport> Transport::create(const TransportOptions& opts) {
   return std::make_unique<FabricTransport>(opts);

@@ -48,10 +48,14 @@ listening() {
 }
 flooders=()
 # Every listening port of the ranks, rewritten every 20 ms for flood.py: PER silent
-# connections to each.
+# connections to each. A port is a target from its second sighting on, so that a
+# store's log line (written as it starts listening) has arrived by then.
+touch "$dir/prev"
 (
   while [ ! -e "$dir/stop" ]; do
-    listening >"$dir/targets.tmp"
+    listening >"$dir/now"
+    grep -xF -f "$dir/prev" "$dir/now" | grep -vxF -f "$dir/stores" >"$dir/targets.tmp"
+    mv "$dir/now" "$dir/prev"
     cat "$dir/targets.tmp" >>"$dir/seen"
     mv "$dir/targets.tmp" "$dir/targets"
     sleep 0.02
