@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <mutex>
 #include <cstdio>
 #include <thread>
 #include <cinttypes>
@@ -130,6 +131,14 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   to.stripe_bytes = cfg_.net_stripe_bytes;
   to.sock_bytes = cfg_.net_sock_bytes;
   to.secret = id.secret;
+  to.trust_network = cfg_.trust_network;
+  static std::once_flag trust_warned;  // once per process, not per sub-communicator
+  if (cfg_.trust_network)
+    std::call_once(trust_warned, [] {
+      DCCL_WARN("DCCL_TRUST_NETWORK=1: libfabric providers that identify a peer by its address (tcp;ofi_rxm, "
+              "udp;ofi_rxd, sockets) carry the job's data unauthenticated: a process that can reach this "
+              "job's network can inject data into its results");
+    });
   DCCL_INFO("net: local rank %d of %d (%s) picks the rail", place_.local_rank, place_.local_size, place_from.c_str());
   rxm_eager_ = net::set_provider_defaults(cfg_.rxm_eager_bytes);
   for (const std::string& s : net::reset_and_report_signal_handlers())
@@ -327,6 +336,7 @@ void Communicator::check_same_settings() {
                      " DCCL_HIER=" + std::to_string(cfg_.hier) +
                      " DCCL_HIER_PIECE_BYTES=" + std::to_string(cfg_.hier_piece_bytes) +
                      " DCCL_CHECK=" + std::to_string(cfg_.check ? 1 : 0) +
+                     " DCCL_TRUST_NETWORK=" + std::to_string(cfg_.trust_network) +
                      " FI_OFI_RXM_EAGER_LIMIT=" + (rxm_eager_.empty() ? "(default)" : rxm_eager_);
   std::vector<std::string> all = boot_->allgather(mine);
   for (size_t r = 0; r < all.size(); ++r)

@@ -177,6 +177,13 @@ std::vector<Layer> check_viability(const std::string& kind, const std::string& p
   }
   if (p) be->free(p);
   if (!sim) fabric_layers();
+  // Device memory moves only over trusted providers; peers reached over another one
+  // get it staged through the authenticated socket path (net/provider.hpp).
+  if (net) {
+    const std::string why = net->untrusted_routes();
+    out.push_back({"trusted network", why.empty(),
+                   why.empty() ? "every peer is reached over a trusted provider (or DCCL_TRUST_NETWORK=1)" : why});
+  }
   // The communicator's own domains: can they import this backend's dma-buf?
   if (net && !first_failure(out)) out.push_back(trial_registration_layer(*be, *net));
   return out;

@@ -23,6 +23,8 @@ struct Layer {
 // net: the communicator's connected transport. With it, the "provider FI_HMEM" layer
 // (cuda) comes from the endpoints actually opened (Transport::hmem_missing); without it
 // (dccl-info: no communicator) from a separate fi_getinfo query of what providers offer.
+// With it, a last layer "trusted network" fails when some peer is reached over an
+// untrusted provider (Transport::untrusted_routes).
 // With it, and every other layer passing, a last layer "trial registration" registers
 // a one-page dma-buf on the communicator's endpoints (trial_registration_layer).
 std::vector<Layer> check_viability(const std::string& kind_name, const std::string& provider,

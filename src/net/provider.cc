@@ -78,6 +78,28 @@ std::string canonical_provider(const std::string& name) {
   return n;
 }
 
+const std::vector<ProviderTrust>& provider_trust_table() {
+  static const std::vector<ProviderTrust> table = {
+      {kShmProvider, true, "one host: its regions and CMA copies need the job user's own permissions"},
+      {"efa", true, "peers are addressed by the fabric (address handles and queue keys set up through the device)"},
+      {"verbs;ofi_rxm", true, "peers are addressed by the fabric (queue pairs set up through the HCA)"},
+      {kTcpProvider, false, "rxm takes a peer's identity from the connection's source address and claimed port"},
+      {"udp;ofi_rxd", false, "datagrams: a peer's identity comes from the source address"},
+      {"sockets", false, "TCP: a peer's identity comes from the address it claims"},
+  };
+  return table;
+}
+
+bool provider_trusted(const std::string& prov, std::string* why) {
+  for (const ProviderTrust& t : provider_trust_table())
+    if (prov == t.name) {
+      if (why) *why = t.why;
+      return t.trusted;
+    }
+  if (why) *why = "not in DirectCCL's table of trusted providers";
+  return false;
+}
+
 std::string set_provider_defaults(uint64_t rxm_eager_bytes) {
   static std::once_flag once;
   std::call_once(once, [&] {

@@ -12,6 +12,32 @@ namespace dccl::net {
 inline constexpr const char* kShmProvider = "shm";
 inline constexpr const char* kTcpProvider = "tcp;ofi_rxm";
 
+// Which providers may carry the job's data as they are (docs/reliability.md, "Threat
+// model (data plane)"): a provider is trusted when nothing outside the job's user on
+// a host can make a message arrive as if a peer sent it. The one table:
+//   shm             trusted: one host; its regions and CMA copies need the job user's
+//                   own permissions
+//   efa             trusted: peers are addressed by the fabric (address handles,
+//                   queue pairs and keys set up through the device), not by packets
+//                   anyone on the network can forge
+//   verbs;ofi_rxm   trusted: the same, through the HCA's queue pairs
+//   tcp;ofi_rxm     not trusted: libfabric 1.17's rxm takes a peer's identity from
+//                   the connection's source address and the port it claims
+//   udp;ofi_rxd     not trusted: datagrams, identity from the source address
+//   sockets         not trusted: TCP, identity from the address it claims
+//   anything else   not trusted (unknown)
+// Host memory to peers reached over an untrusted provider goes through DirectCCL's
+// socket path, which authenticates every connection with the job's secret; device
+// memory to them is staged through it. DCCL_TRUST_NETWORK=1 trusts every provider.
+struct ProviderTrust {
+  const char* name;  // canonical provider name
+  bool trusted;
+  const char* why;
+};
+const std::vector<ProviderTrust>& provider_trust_table();
+// Whether `prov` (canonical name) is trusted as it is; *why says why (or why not).
+bool provider_trusted(const std::string& prov, std::string* why = nullptr);
+
 // The newest API version the runtime library supports (fi_version()); throws
 // core::Error(dcclUnavailable) when the runtime is older than 1.17.
 uint32_t api_version();

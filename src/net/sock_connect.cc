@@ -66,6 +66,15 @@ bool send_whole(int fd, const char* p, size_t n) {
   return send(fd, p, n, MSG_NOSIGNAL) == static_cast<ssize_t>(n);  // a fresh connection takes a few bytes at once
 }
 
+std::string ip_text(const sockaddr_storage& sa) {
+  char text[INET6_ADDRSTRLEN] = {};
+  if (sa.ss_family == AF_INET)
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&sa)->sin_addr, text, sizeof(text));
+  else if (sa.ss_family == AF_INET6)
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&sa)->sin6_addr, text, sizeof(text));
+  return text;
+}
+
 void tune(int fd) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -105,8 +114,9 @@ SockPath::SockPath(int rank, uint64_t max_bytes, std::chrono::milliseconds timeo
       core::raise(dcclInvalidArgument, core::describe(rank, "socket path", "bad address '" + ip + "'"));
     reinterpret_cast<sockaddr_in*>(&sa)->sin_port = 0;  // the same offset in sockaddr_in6
     const int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&sa), len) != 0 || listen(fd, 1024) != 0) {
-      const std::string why = errno_text(fd < 0 ? "socket" : "bind/listen");
+    // Bound now (the port goes into the connection blob), listening only in connect().
+    if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&sa), len) != 0) {
+      const std::string why = errno_text(fd < 0 ? "socket" : "bind");
       if (fd >= 0) close(fd);
       for (auto& [l, a] : listeners_) close(l);
       core::raise(dcclSystemError, core::describe(rank, "socket path", "cannot listen on " + ip + ": " + why));
@@ -132,7 +142,15 @@ std::string SockPath::address() const {
   return out.str();
 }
 
-void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers) {
+// The address part of "ip:port" or "[ip]:port", as inet_ntop writes it ("" if malformed).
+static std::string ip_of(const std::string& hostport) {
+  sockaddr_storage sa;
+  socklen_t len = 0;
+  if (!parse_hostport(hostport, &sa, &len)) return "";
+  return ip_text(sa);
+}
+
+void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers, bool loop_self) {
   struct Pending {
     int fd = -1;
     int peer = -1;  // -1: accepted, not yet introduced
@@ -145,15 +163,24 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers) {
     bool answered = false;  // accepted: the answer went out, the connector's proof is due
     IntroNonce nc, na;
     Clock::time_point retry_at{};
+    Clock::time_point hello_by{};  // accepted: closed unless introduced by then
     sockaddr_storage sa{};
     socklen_t salen = 0;
   };
   const auto deadline = Clock::now() + timeout_;
   const IntroKey key{secret_, static_cast<int>(peers.size())};
   by_peer_.assign(peers.size(), nullptr);
+  if (loop_self && rank_ >= 0 && static_cast<size_t>(rank_) < peers.size()) {
+    self_ = std::make_unique<Conn>();
+    self_->peer = rank_;
+    self_->limit = max_bytes_;
+    by_peer_[static_cast<size_t>(rank_)] = self_.get();
+  }
   std::vector<uint64_t> limits(peers.size(), 0), nonces(peers.size(), 0);
   std::vector<Pending> pend;
-  size_t expected_in = 0;
+  std::vector<std::string> allowed;  // addresses of the ranks that connect to this one
+  size_t expected_in = 0, refused = 0;
+  std::vector<std::string> warned;
   for (size_t r = 0; r < peers.size(); ++r) {
     const auto& [rail, addr] = peers[r];
     if (rail < 0 || addr.empty() || static_cast<int>(r) == rank_) continue;
@@ -170,6 +197,7 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers) {
     limits[r] = std::min(lim, max_bytes_);
     if (static_cast<int>(r) < rank_) {
       ++expected_in;
+      for (const std::string& e : eps) allowed.push_back(ip_of(e));
       continue;
     }
     Pending p;
@@ -180,6 +208,16 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers) {
       core::raise(dcclInvalidArgument, core::describe(rank_, "socket path", "malformed " + whose));
     pend.push_back(p);
   }
+  // Listen only while the ranks that connect to this one do so (and not at all when
+  // none does); until then their connects are refused and retried.
+  auto stop_listening = [&] {
+    for (auto& [fd, a] : listeners_) close(fd);
+    listeners_.clear();
+  };
+  if (expected_in == 0) stop_listening();
+  for (auto& [fd, a] : listeners_)
+    if (::listen(fd, 64) != 0)
+      core::raise(dcclSystemError, core::describe(rank_, "socket path", "cannot listen on " + a + ": " + errno_text("listen")));
   auto ready = [&](Pending& p) {
     auto c = std::make_unique<Conn>();
     c->fd = p.fd;
@@ -213,7 +251,9 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers) {
         core::raise(dcclTimeout, core::describe(rank_, "socket path",
                                                 "no connection with rank(s) " + missing + " within " +
                                                     std::to_string(timeout_.count()) + " ms" +
-                                                    (last_error.empty() ? "" : " (last error: " + last_error + ")")));
+                                                    (last_error.empty() ? "" : " (last error: " + last_error + ")") +
+                                                    (refused == 0 ? "" : "; refused " + std::to_string(refused) +
+                                                     " connection(s) from addresses of no rank expected")));
       }
       // Start (or restart) outgoing connections.
       for (Pending& p : pend) {
@@ -228,24 +268,56 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers) {
           p.retry_at = now + std::chrono::milliseconds(20);
         }
       }
+      // Accepted connections that did not introduce themselves in time are closed.
+      for (Pending& p : pend)
+        if (!p.outgoing && p.fd >= 0 && now >= p.hello_by) drop(p);
       std::vector<pollfd> fds;
+      const size_t nl = listeners_.size();
       for (const auto& [fd, a] : listeners_) fds.push_back(pollfd{fd, POLLIN, 0});
       for (const Pending& p : pend)
         fds.push_back(pollfd{p.fd, static_cast<short>(p.connecting ? POLLOUT : POLLIN), 0});
       poll(fds.data(), fds.size(), 20);
-      for (size_t i = 0; i < listeners_.size(); ++i) {
+      const size_t npend = pend.size();  // those polled; accepted ones join after them
+      for (size_t i = 0; i < nl; ++i) {
         if (!(fds[i].revents & POLLIN)) continue;
-        for (int fd; (fd = accept4(listeners_[i].first, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0;) {
+        sockaddr_storage from{};
+        for (;;) {
+          socklen_t fl = sizeof(from);
+          const int fd =
+              accept4(listeners_[i].first, reinterpret_cast<sockaddr*>(&from), &fl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+          if (fd < 0) break;
+          const std::string ip = ip_text(from);
+          if (std::find(allowed.begin(), allowed.end(), ip) == allowed.end()) {
+            close(fd);
+            ++refused;
+            if (warned.size() < 8 && std::find(warned.begin(), warned.end(), ip) == warned.end()) {
+              warned.push_back(ip);
+              DCCL_WARN("net: rank %d socket path: refused a connection from %s, the address of no rank that "
+                        "connects to this one", rank_, ip.c_str());
+            }
+            continue;
+          }
+          // At most kMaxUnidentified waiting for their introduction: the oldest goes
+          // (a peer's own connection introduces itself at once, and retries if closed).
+          size_t waiting = 0;
+          for (const Pending& q : pend) waiting += !q.outgoing && q.fd >= 0 && q.peer < 0;
+          if (waiting >= kMaxUnidentified)
+            for (Pending& q : pend)
+              if (!q.outgoing && q.fd >= 0 && q.peer < 0) {
+                drop(q);
+                break;
+              }
           Pending p;
           p.fd = fd;
           p.rail = static_cast<int>(i);
+          p.hello_by = Clock::now() + std::min<Clock::duration>(kHelloWithin, timeout_);
           pend.push_back(p);
         }
       }
-      for (size_t i = 0; i < pend.size() && listeners_.size() + i < fds.size(); ++i) {
+      for (size_t i = 0; i < npend && nl + i < fds.size(); ++i) {
         Pending& p = pend[i];
-        const short ev = fds[listeners_.size() + i].revents;
-        if (p.fd < 0 || fds[listeners_.size() + i].fd != p.fd || !ev) continue;
+        const short ev = fds[nl + i].revents;
+        if (p.fd < 0 || fds[nl + i].fd != p.fd || !ev) continue;
         if (p.connecting) {
           int err = 0;
           socklen_t el = sizeof(err);
@@ -338,6 +410,11 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers) {
         p.peer = -1;
         ++done_in;
       }
+      if (done_in == expected_in && !listeners_.empty()) {  // every rank that connects to this one did
+        stop_listening();
+        for (Pending& p : pend)
+          if (!p.outgoing) drop(p);
+      }
       pend.erase(std::remove_if(pend.begin(), pend.end(),
                                 [](const Pending& p) { return p.fd < 0 && !(p.outgoing && p.peer >= 0); }),
                  pend.end());
@@ -347,8 +424,7 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers) {
     throw;
   }
   for (Pending& p : pend) drop(p);
-  for (auto& [fd, a] : listeners_) close(fd);  // every pair is connected: nothing more to accept
-  listeners_.clear();
+  stop_listening();  // every pair is connected: nothing more to accept
   if (conns_.size() > 1) {
     epfd_ = epoll_create1(EPOLL_CLOEXEC);
     if (epfd_ < 0) core::raise(dcclSystemError, core::describe(rank_, "socket path", errno_text("epoll_create1")));

@@ -58,6 +58,7 @@ void SockPath::post(bool send, int peer, void* buf, size_t len, uint64_t tag, Re
   req->pending_parts.store(1, std::memory_order_release);
   std::lock_guard<std::mutex> lk(mu_);
   if (!c->dead.empty()) return fail(req, c->dead);
+  if (send && c == self_.get()) return send_self_locked(*c, static_cast<const char*>(buf), len, tag, req);
   if (send) {
     Tx t{req, {}, static_cast<const char*>(buf), len, 0};
     put_header(t.hdr, tag, len);
@@ -84,7 +85,56 @@ void SockPath::post(bool send, int peer, void* buf, size_t len, uint64_t tag, Re
     drop_unexpected_locked(*c, it);
     return complete(req, len);
   }
+  if (c->held) return release_held_locked(*c, req, dst, tag, len);
   c->posted.push_back(Posted{req, dst, len, tag});
+}
+
+void SockPath::send_self_locked(Conn& c, const char* buf, size_t len, uint64_t tag, Request* req) {
+  for (auto it = c.posted.begin(); it != c.posted.end(); ++it) {
+    if (it->tag != tag || it->len != len) continue;
+    if (len) memcpy(it->buf, buf, len);
+    Request* r = it->req;
+    c.posted.erase(it);
+    complete(r, len);
+    return complete(req, len);
+  }
+  Unexpected& u = c.unexpected.emplace_back();
+  u.tag = tag;
+  u.len = len;
+  u.data = take_buf_locked(len);
+  if (len) memcpy(u.data.p.get(), buf, len);
+  u.complete = true;
+  c.ux_bytes += len;
+  complete(req, len);
+}
+
+// A receive was posted on a connection whose next message is held: that message
+// goes to it, or (another tag or length) to an unexpected entry with the receive
+// queued behind it; then reading resumes, starting with what was read already.
+void SockPath::release_held_locked(Conn& c, Request* req, char* dst, uint64_t tag, size_t len) {
+  c.held = false;
+  if (c.tag == tag && c.len == len) {
+    c.req = req;
+    c.dst = dst;
+    c.in_payload = true;
+  } else {
+    buffer_unexpected_locked(c);
+    c.posted.push_back(Posted{req, dst, len, tag});
+  }
+  watch_locked(c, true);
+  int done = 0;
+  if (c.got == c.len) finish_message_locked(c, &done);
+  std::vector<char> rest = std::move(c.leftover);
+  c.leftover.clear();
+  if (!rest.empty()) consume_locked(c, rest.data(), rest.size(), &done);
+}
+
+void SockPath::watch_locked(Conn& c, bool readable) {
+  if (epfd_ < 0 || c.fd < 0) return;
+  epoll_event ev{};
+  ev.events = readable ? static_cast<uint32_t>(EPOLLIN) : 0u;
+  ev.data.ptr = &c;
+  epoll_ctl(epfd_, EPOLL_CTL_MOD, c.fd, &ev);
 }
 
 int SockPath::progress(bool block) {
@@ -97,6 +147,7 @@ int SockPath::progress(bool block) {
       const size_t before = c->txq.size();
       if (write_locked(*c)) done += static_cast<int>(before - c->txq.size());
     }
+  if (conns_.empty()) return done;  // only this rank's own pair: nothing to read
   if (conns_.size() == 1) {
     Conn& c = *conns_[0];
     if (c.dead.empty()) read_locked(c, &done);
@@ -116,9 +167,10 @@ void SockPath::nap(int64_t ns) {
   {
     std::lock_guard<std::mutex> lk(mu_);
     fds.reserve(conns_.size());
-    for (auto& c : conns_)
-      if (c->dead.empty())
-        fds.push_back(pollfd{c->fd, static_cast<short>(POLLIN | (c->txq.empty() ? 0 : POLLOUT)), 0});
+    for (auto& c : conns_) {
+      const short ev = static_cast<short>((c->held ? 0 : POLLIN) | (c->txq.empty() ? 0 : POLLOUT));
+      if (c->dead.empty() && ev) fds.push_back(pollfd{c->fd, ev, 0});
+    }
   }
   const timespec ts{0, static_cast<long>(ns)};
   ppoll(fds.data(), fds.size(), &ts, nullptr);
@@ -154,6 +206,7 @@ bool SockPath::write_locked(Conn& c) {
 }
 
 bool SockPath::read_locked(Conn& c, int* done) {
+  if (c.held || c.fd < 0) return true;  // held: until a receive is posted
   for (;;) {
     char* to;
     size_t room;
@@ -213,6 +266,10 @@ void SockPath::consume_locked(Conn& c, const char* p, size_t n, int* done) {
       if (c.hdr_got < sizeof(c.hdr)) return;
       begin_message_locked(c);
       if (!c.dead.empty()) return;
+      if (c.held) {  // what follows its header waits with it
+        c.leftover.assign(p, p + n);
+        return;
+      }
       if (c.len == 0) finish_message_locked(c, done);
       continue;
     }
@@ -237,24 +294,38 @@ void SockPath::begin_message_locked(Conn& c) {
     return;
   }
   c.hdr_got = 0;
-  c.in_payload = true;
+  c.tag = tag;
   c.len = static_cast<size_t>(len);
   c.got = 0;
   c.req = nullptr;
   c.ux = nullptr;
   for (auto it = c.posted.begin(); it != c.posted.end(); ++it) {
     if (it->tag != tag || it->len != len) continue;
+    c.in_payload = true;
     c.req = it->req;
     c.dst = it->buf;
     c.posted.erase(it);
     return;
   }
+  // Nothing asked for it. Past the bound, and with no receive posted that a later
+  // message could be for, stop reading this peer until one is.
+  if (c.posted.empty() && c.ux_bytes + c.len > kMaxUnexpectedBytes) {
+    c.held = true;
+    watch_locked(c, false);
+    return;
+  }
+  buffer_unexpected_locked(c);
+}
+
+void SockPath::buffer_unexpected_locked(Conn& c) {
   c.unexpected.emplace_back();
   c.ux = &c.unexpected.back();
-  c.ux->tag = tag;
+  c.ux->tag = c.tag;
   c.ux->len = c.len;
   c.ux->data = take_buf_locked(c.len);
+  c.ux_bytes += c.len;
   c.dst = c.ux->data.p.get();
+  c.in_payload = true;
 }
 
 SockPath::Buf SockPath::take_buf_locked(size_t len) {
@@ -275,6 +346,7 @@ void SockPath::drop_unexpected_locked(Conn& c, std::list<Unexpected>::iterator i
   // message's buffer is not held for the life of the connection.
   constexpr size_t kSpares = 8, kSpareMaxBytes = size_t{4} << 20;
   if (it->data.p && it->data.cap <= kSpareMaxBytes && spare_.size() < kSpares) spare_.push_back(std::move(it->data));
+  c.ux_bytes -= it->len;
   c.unexpected.erase(it);
 }
 
@@ -300,14 +372,18 @@ void SockPath::fail_conn_locked(Conn& c, const std::string& why) {
   if (c.req) fail(c.req, why);
   c.req = nullptr;
   c.unexpected.clear();
+  c.ux_bytes = 0;
   c.ux = nullptr;
   c.in_payload = false;
-  if (epfd_ >= 0) epoll_ctl(epfd_, EPOLL_CTL_DEL, c.fd, nullptr);
+  c.held = false;
+  c.leftover.clear();
+  if (epfd_ >= 0 && c.fd >= 0) epoll_ctl(epfd_, EPOLL_CTL_DEL, c.fd, nullptr);
 }
 
 void SockPath::cancel_all() {
   std::lock_guard<std::mutex> lk(mu_);
   for (auto& c : conns_) fail_conn_locked(*c, "cancelled");
+  if (self_) fail_conn_locked(*self_, "cancelled");
 }
 
 std::vector<std::string> SockPath::counters() {
@@ -331,6 +407,9 @@ std::string SockPath::mismatch_note(const Request& r) {
     int done = 0;
     read_locked(*c, &done);
   }
+  if (c->held && c->tag == r.tag && c->len != r.len)
+    return "; count mismatch: rank " + std::to_string(r.peer) + " sent " + std::to_string(c->len) +
+           " bytes for it (this rank expects " + std::to_string(r.len) + " bytes)";
   for (const Unexpected& u : c->unexpected)
     if (u.tag == r.tag && u.len != r.len)
       return "; count mismatch: rank " + std::to_string(r.peer) + " sent " + std::to_string(u.len) +

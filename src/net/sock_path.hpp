@@ -18,6 +18,17 @@
 // A connection that closes or fails fails everything pending on it, naming the peer.
 // Only host memory takes this path (the caller keeps dma-buf registrations on the
 // fabric). Thread safe: one lock, as the fabric endpoints have.
+//
+// What an outsider can make it hold (docs/reliability.md, "Threat model (data
+// plane)"): its sockets listen only during connect(), and only until every expected
+// peer connected; a connection from an address that is none of those peers' is
+// closed at once, one that has not introduced itself within kHelloWithin is closed,
+// and at most kMaxUnidentified such connections are held at a time (the oldest goes).
+// From each peer at most kMaxUnexpectedBytes of messages no receive asked for are
+// buffered while no receive is posted: past that the connection is not read (TCP's
+// flow control holds the sender) until a receive is posted for that peer.
+// A pair may also be a rank with itself (connect()'s loop_self): messages are then
+// matched in memory, in the same order.
 #pragma once
 #include <array>
 #include <chrono>
@@ -37,6 +48,10 @@ struct Request;
 
 class SockPath {
  public:
+  static constexpr std::chrono::milliseconds kHelloWithin{2000};
+  static constexpr size_t kMaxUnidentified = 32;
+  static constexpr size_t kMaxUnexpectedBytes = size_t{64} << 20;
+
   // Listens on each of `ips` (IPv4 or IPv6 literals: the TCP rails' addresses, in
   // rail order) on a port the kernel picks. Messages up to max_bytes (per pair: the
   // smaller of both ends' limits) take this path. Throws core::Error(dcclSystemError).
@@ -52,13 +67,14 @@ class SockPath {
   // What the connection blob carries: "sock1 LIMIT NONCE ip:port ...".
   std::string address() const;
   // Collective over the ranks that take part: peers[r] = (rail index, r's address)
-  // for each rank r reached over sockets, rail -1 (or an empty address) for the others.
+  // for each rank r reached over sockets, rail -1 (or an empty address) for the others;
+  // loop_self: this rank's messages to itself take the path too (matched in memory).
   // Throws core::Error(dcclTimeout / dcclSystemError / dcclInvalidArgument) naming the
   // peers it could not connect.
-  void connect(const std::vector<std::pair<int, std::string>>& peers);
+  void connect(const std::vector<std::pair<int, std::string>>& peers, bool loop_self = false);
   // Largest message to `peer` this path carries; 0 when the peer is not reached over it.
   uint64_t limit(int peer) const;
-  bool any() const { return !conns_.empty(); }
+  bool any() const { return !conns_.empty() || self_; }
 
   // As Transport::isend/irecv for a request already reset and described by the
   // caller; never blocks.
@@ -122,6 +138,12 @@ class SockPath {
     Request* req = nullptr;
     Unexpected* ux = nullptr;
     std::vector<char> stage;  // what one recv() reads when no large payload is due
+    uint64_t tag = 0;         // of the message being read
+    size_t ux_bytes = 0;      // payload bytes of `unexpected`
+    // The message whose header was read is held, unread, until a receive is posted
+    // (kMaxUnexpectedBytes); `leftover`: bytes after its header that were read already.
+    bool held = false;
+    std::vector<char> leftover;
   };
 
   Conn* conn_of(int peer) const;
@@ -130,6 +152,10 @@ class SockPath {
   void consume_locked(Conn& c, const char* p, size_t n, int* done);
   static bool large_posted(const Conn& c);  // a receive whose payload is read in place is waiting
   void begin_message_locked(Conn& c);
+  void buffer_unexpected_locked(Conn& c);  // the message being read goes to an unexpected entry
+  void release_held_locked(Conn& c, Request* req, char* dst, uint64_t tag, size_t len);  // a receive was posted
+  void watch_locked(Conn& c, bool readable);  // epoll interest: reads on or off
+  void send_self_locked(Conn& c, const char* buf, size_t len, uint64_t tag, Request* req);
   void finish_message_locked(Conn& c, int* done);
   void fail_conn_locked(Conn& c, const std::string& why);
   Buf take_buf_locked(size_t len);
@@ -143,6 +169,7 @@ class SockPath {
   std::vector<std::pair<int, std::string>> listeners_;  // fd, "ip:port"
   std::vector<std::unique_ptr<Conn>> conns_;
   std::vector<Conn*> by_peer_;
+  std::unique_ptr<Conn> self_;  // loop_self: this rank's own pair (no socket)
   int epfd_ = -1;  // readiness of every connection when there are several
   std::mutex mu_;
   uint64_t sent_ = 0, recvd_ = 0;

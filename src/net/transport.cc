@@ -7,6 +7,7 @@
 // Transport: routes each peer to an endpoint (shm on the same host, tcp;ofi_rxm across
 // hosts, or one forced provider), posts tagged messages and drives completions.
 #include "net/transport.hpp"
+#include "net/fabric_transport.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -33,137 +34,14 @@ using Clock = std::chrono::steady_clock;
 // fi_cq_sread is not used: shm peers do not signal the CQ's wait fd in 1.17 (it would be
 // a timed sleep), and blocking inside the domain lock would stall posting threads.
 
-std::string join(const std::vector<std::string>& v, const char* sep) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
-  return out;
-}
-
 std::string hex(uint64_t v) {
   char buf[24];
   snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
   return buf;
 }
 
-class FabricTransport final : public Transport {
- public:
-  explicit FabricTransport(const TransportOptions& o);
-  ~FabricTransport() override {
-    if (connected_)
-      for (const auto& line : rail_counters()) DCCL_INFO("net: rank %d %s", opts_.rank, line.c_str());
-    for (auto& [a, fd] : pidfds_) close(fd);
-    if (!pidfds_.empty()) reap_orphaned_shm_regions();  // a same-host peer killed: its region too
-  }
+}  // namespace
 
-  std::string local_blob() const override;
-  void connect(const std::vector<std::string>& blobs) override;
-  std::string provider_summary() const override;
-  std::vector<std::string> topology() const override { return topology_lines(blobs_, forced_); }
-  std::vector<std::string> rail_counters() const override;
-  std::string hmem_missing() const override;
-  void isend(int peer, const void* buf, size_t len, uint64_t tag, Request* req,
-             MemRegion* mr) override {
-    post(true, peer, const_cast<void*>(buf), len, tag, req, mr);
-  }
-  void irecv(int peer, void* buf, size_t len, uint64_t tag, Request* req,
-             MemRegion* mr) override {
-    post(false, peer, buf, len, tag, req, mr);
-  }
-  void progress() override {
-    for (auto& ep : eps_) ep->progress(false);
-    if (sock_) sock_->progress(false);
-  }
-  void nap(int64_t ns) override {
-    if (sock_) return sock_->nap(ns);
-    Transport::nap(ns);
-  }
-  void wait(Request* const* reqs, size_t n, const std::string& what) override;
-  void cancel_all() override {
-    for (auto& ep : eps_) ep->cancel_all();
-    if (sock_) sock_->cancel_all();
-  }
-  MemRegion* register_memory(const void* buf, size_t len) override;
-  void deregister_memory(MemRegion* mr) override;
-  MemRegion* register_dmabuf(int fd, uint64_t offset, size_t len, void* base, int iface, int device) override {
-    auto mr = std::make_unique<MemRegion>();
-    mr->base = base;
-    mr->len = len;
-    mr->device = true;
-    for (auto& ep : eps_) mr->regs.emplace_back(ep.get(), ep->register_dmabuf(fd, offset, len, base, iface, device));
-    return mr.release();
-  }
-  void peers_failed() override {
-    if (shm_peers_.empty()) return;
-    std::vector<std::string> own;
-    for (auto& ep : eps_)
-      if (ep->provider() == kShmProvider) own.push_back(ep->address());
-    rescue_after_peer_failure(opts_.rank, shm_peers_, own);
-  }
-  void abandon() override {
-    bool any = false;
-    for (auto& ep : eps_) any = any || ep->cancelled_any();
-    if (!any) return;  // nothing in the provider's hands: close normally
-    abandoned_ = true;
-    for (auto& ep : eps_) {
-      // The provider keeps its mapping; the name goes, so the region is freed when
-      // this process exits instead of staying in /dev/shm.
-      if (ep->provider() == kShmProvider) unlink_shm_region(ep->address());
-      (void)ep.release();
-    }
-    eps_.clear();
-  }
-
- private:
-  bool open(const std::string& prov, std::string* why);
-  bool open_rails(const std::string& prov, std::string* why);
-  void post(bool send, int peer, void* buf, size_t len, uint64_t tag, Request* req,
-            MemRegion* mr);
-  void post_striped(bool send, int peer, void* buf, size_t len, uint64_t tag, Request* req, MemRegion* mr);
-  std::string describe_req(const Request& r) const;
-  // For a receive that timed out: "; count mismatch: ..." when the peer's message
-  // for it arrived with another length (the length mark kept them apart), else "".
-  std::string mismatch_note(const Request& r) const override {
-    if (r.is_send || r.peer < 0) return "";
-    const Route& rt = routes_[static_cast<size_t>(r.peer)];
-    if (r.sock) return sock_->mismatch_note(r);
-    std::vector<Lane> lanes = rt.lanes.empty() ? std::vector<Lane>{rt.home} : rt.lanes;
-    size_t got = 0;
-    for (const Lane& l : lanes)
-      if (l.ep->peek(l.addr, r.tag, kLengthMarkBits, &got, 100))
-        return "; count mismatch: rank " + std::to_string(r.peer) + " sent a message of another length for it (this rank expects " +
-               std::to_string(r.len) + " bytes)";
-    if (has_call_mark(r.tag))
-      for (const Lane& l : lanes)
-        if (l.ep->peek(l.addr, r.tag, kLengthMarkBits | kCallMarkBits, &got, 100)) return call_mismatch_note(r, got);
-    return "";
-  }
-  [[noreturn]] void unavailable(const std::string& what) const;
-
-  struct Lane {
-    Endpoint* ep = nullptr;
-    fi_addr_t addr = FI_ADDR_UNSPEC;
-  };
-  struct Route {
-    Lane home;                // the pair's rail: everything not striped
-    std::vector<Lane> lanes;  // striped pairs: rails [0, lanes), home among them; else empty
-    WireCut cut;
-    bool sock = false;  // host-memory messages up to sock_->limit(peer) take the socket path
-  };
-
-  TransportOptions opts_;
-  std::string forced_;  // "" = automatic
-  std::vector<std::string> ifnames_;  // DCCL_NET_IFNAME
-  Blob self_;
-  std::vector<std::unique_ptr<Endpoint>> eps_;  // shm and/or the network provider's rails, in rail order
-  std::vector<Route> routes_;
-  std::vector<Blob> blobs_;  // every rank's, for topology()
-  std::mutex stripe_mu_;     // posting a striped message
-  std::map<fi_addr_t, int> pidfds_;  // same-host shm peers' processes
-  std::vector<ShmPeer> shm_peers_;  // fixed after connect(): read by peers_failed()
-  std::unique_ptr<SockPath> sock_;  // TCP-routed peers' small messages (DCCL_NET_SOCK_BYTES)
-  bool abandoned_ = false;
-  bool connected_ = false;
-};
 
 FabricTransport::FabricTransport(const TransportOptions& o) : opts_(o) {
   reap_orphaned_shm_regions();
@@ -195,7 +73,19 @@ FabricTransport::FabricTransport(const TransportOptions& o) : opts_(o) {
   }
 
   std::string why;
-  if (!forced_.empty()) {
+  std::string why_not;
+  if (!forced_.empty() && !trusted(forced_)) {
+    provider_trusted(forced_, &why_not);
+    if (forced_ != kTcpProvider)
+      core::raise(dcclInvalidUsage,
+                  core::describe(o.rank, "transport",
+                                 "DCCL_PROVIDER " + forced_ + " is not trusted (" + why_not +
+                                     "): set DCCL_TRUST_NETWORK=1 where only the job can reach the network, or "
+                                     "DCCL_PROVIDER=tcp for DirectCCL's authenticated sockets"));
+    // Forced tcp on an untrusted network: every pair, this rank with itself included,
+    // over the socket path; no libfabric endpoint at all.
+    if (!publish_rails(&why)) unavailable("provider '" + forced_ + "' is unavailable: " + why);
+  } else if (!forced_.empty()) {
     const bool ok = forced_ == kTcpProvider ? open_rails(forced_, &why) : open(forced_, &why);
     if (!ok) unavailable("provider '" + forced_ + "' is unavailable: " + why);
     if (forced_ != kTcpProvider && !ifnames_.empty())
@@ -203,7 +93,7 @@ FabricTransport::FabricTransport(const TransportOptions& o) : opts_(o) {
   } else {
     std::string why_tcp;
     bool shm = open(kShmProvider, &why);
-    bool tcp = open_rails(kTcpProvider, &why_tcp);
+    bool tcp = trusted(kTcpProvider) ? open_rails(kTcpProvider, &why_tcp) : publish_rails(&why_tcp);
     if (!shm && !tcp)
       unavailable("neither shm (" + why + ") nor tcp;ofi_rxm (" + why_tcp + ") can be opened");
     if (!shm)
@@ -220,11 +110,43 @@ FabricTransport::FabricTransport(const TransportOptions& o) : opts_(o) {
     tcp_ips.push_back(sockaddr_ip(ep->address()));
     tcp_rails.push_back(ep->rail());
   }
-  if (o.sock_bytes > 0 && !tcp_ips.empty() &&
+  for (const auto& [rail, addr] : unopened_) {
+    self_.endpoints.emplace_back(kTcpProvider, addr);
+    self_.rails.push_back(rail);
+    tcp_ips.push_back(sockaddr_ip(addr));
+    tcp_rails.push_back(rail);
+  }
+  // Untrusted tcp: the socket path carries every size (connect() refuses
+  // DCCL_NET_SOCK_BYTES=0 if a pair needs it).
+  const uint64_t sock_max = unopened_.empty() ? o.sock_bytes : UINT64_MAX;
+  if (sock_max > 0 && !tcp_ips.empty() &&
       std::find(tcp_ips.begin(), tcp_ips.end(), std::string()) == tcp_ips.end()) {
-    sock_ = std::make_unique<SockPath>(o.rank, o.sock_bytes, o.timeout, tcp_ips, tcp_rails, o.secret);
+    sock_ = std::make_unique<SockPath>(o.rank, sock_max, o.timeout, tcp_ips, tcp_rails, o.secret);
     self_.sock = sock_->address();
   }
+}
+
+bool FabricTransport::publish_rails(std::string* why) {
+  std::vector<Rail> rails;
+  try {
+    rails = find_rails(kTcpProvider, ifnames_, why, false);
+  } catch (const core::Error& e) {
+    core::raise(e.code(), core::describe(opts_.rank, "transport", e.what()));
+  }
+  std::string names;
+  for (auto& r : rails) {
+    const fi_info* i = r.info.info.get();
+    if (!i->src_addr || i->src_addrlen == 0) continue;
+    unopened_.emplace_back(r.name, std::string(static_cast<const char*>(i->src_addr), i->src_addrlen));
+    names += (names.empty() ? "" : ", ") + r.name + " (" + r.address + ")";
+  }
+  if (unopened_.empty()) {
+    if (why->empty()) *why = "no interface with an address";
+    return false;
+  }
+  DCCL_INFO("net: rank %d: the network is not trusted (DCCL_TRUST_NETWORK=0): tcp;ofi_rxm is not opened; rails %s "
+            "carry DirectCCL's authenticated socket path", opts_.rank, names.c_str());
+  return true;
 }
 
 // One endpoint per rail (net/rails.hpp): the interfaces DCCL_NET_IFNAME names, or
@@ -297,6 +219,8 @@ std::string FabricTransport::provider_summary() const {
   std::vector<std::string> names;
   for (const auto& ep : eps_)
     if (std::find(names.begin(), names.end(), ep->provider()) == names.end()) names.push_back(ep->provider());
+  if (std::any_of(routes_.begin(), routes_.end(), [](const Route& r) { return r.sock_only; }))
+    names.push_back("tcp (DirectCCL sockets)");
   return join(names, "+");
 }
 
@@ -332,117 +256,6 @@ std::string FabricTransport::hmem_missing() const {
          ")";
 }
 
-void FabricTransport::connect(const std::vector<std::string>& blobs) {
-  const int rank = opts_.rank;
-  if (connected_) core::raise(dcclInvalidUsage, core::describe(rank, "connect", "called twice"));
-  if (blobs.size() != static_cast<size_t>(opts_.nranks))
-    core::raise(dcclInvalidArgument,
-                core::describe(rank, "connect",
-                               std::to_string(blobs.size()) + " blobs for " +
-                                   std::to_string(opts_.nranks) + " ranks"));
-  std::vector<Blob> all;
-  for (size_t r = 0; r < blobs.size(); ++r) all.push_back(Blob::decode(blobs[r], "rank " + std::to_string(r)));
-  // This rank's endpoints of one provider, in rail order (as published in self_).
-  auto mine = [&](const std::string& prov) {
-    std::vector<Endpoint*> v;
-    for (auto& ep : eps_)
-      if (ep->provider() == prov) v.push_back(ep.get());
-    return v;
-  };
-  std::vector<Route> routes(blobs.size());
-  std::map<const Endpoint*, int> users;
-  std::map<std::string, int> peers_of;  // provider -> ranks routed through it
-  std::map<std::string, int> home_of;   // rail label -> ranks whose home rail it is
-  int striped = 0;
-  std::string stripe_rails;
-  std::vector<std::pair<int, std::string>> sock_peers(blobs.size(), {-1, std::string()});
-  for (size_t r = 0; r < blobs.size(); ++r) {
-    const Blob& b = all[r];
-    PairPlan plan;
-    try {
-      plan = plan_pair(self_, rank, b, static_cast<int>(r), forced_);
-    } catch (const core::Error& e) {
-      core::raise(e.code(), core::describe(rank, "connect", e.what()));
-    }
-    const std::vector<Endpoint*> eps = mine(plan.provider);
-    const std::vector<size_t> theirs = b.rails_of(plan.provider);
-    auto lane = [&](int i) {
-      Lane l;
-      l.ep = eps[static_cast<size_t>(i)];
-      l.addr = l.ep->insert(b.endpoints[theirs[static_cast<size_t>(i)]].second, static_cast<int>(r));
-      ++users[l.ep];
-      return l;
-    };
-    Route& rt = routes[r];
-    rt.home = lane(plan.home);
-    if (plan.lanes >= 2) {
-      rt.cut.part = SIZE_MAX;
-      for (int i = 0; i < plan.lanes; ++i) {
-        rt.lanes.push_back(i == plan.home ? rt.home : lane(i));
-        rt.cut.part = std::min(rt.cut.part, rt.lanes.back().ep->max_part());
-      }
-      rt.cut.lanes = plan.lanes;
-      rt.cut.stripe_min = plan.stripe_min;
-      rt.cut.home = plan.home;
-      ++striped;
-      std::vector<std::string> names;
-      for (const Endpoint* ep : eps) names.push_back(ep->rail());
-      stripe_rails = rail_list(names, plan.lanes);
-    }
-    if (sock_ && plan.provider == kTcpProvider && static_cast<int>(r) != rank && !b.sock.empty())
-      sock_peers[r] = {plan.home, b.sock};
-    ++peers_of[plan.provider];
-    if (!rt.home.ep->rail().empty()) ++home_of[rt.home.ep->rail()];
-    if (plan.provider == kShmProvider && static_cast<int>(r) != rank && b.pid > 0) {
-      int fd = static_cast<int>(syscall(SYS_pidfd_open, b.pid, 0));
-      if (fd >= 0) {
-        pidfds_[rt.home.addr] = fd;
-        const std::string* a = b.address_for(kShmProvider);
-        if (a) shm_peers_.push_back(ShmPeer{fd, b.pid, *a});
-      }
-    }
-  }
-  if (sock_) {
-    sock_->connect(sock_peers);
-    for (size_t r = 0; r < routes.size(); ++r) routes[r].sock = sock_->limit(static_cast<int>(r)) > 0;
-    if (!sock_->any()) sock_.reset();
-  }
-  // Automatic mode opened tcp;ofi_rxm in case a peer was remote, and every rail in
-  // case a pair chose it: close what nobody uses (keeping one endpoint at least).
-  std::vector<std::unique_ptr<Endpoint>> keep;
-  for (auto& ep : eps_)
-    if (users[ep.get()] > 0) keep.push_back(std::move(ep));
-  if (keep.empty() && !eps_.empty()) keep.push_back(std::move(eps_.front()));
-  eps_ = std::move(keep);
-  routes_ = std::move(routes);
-  blobs_ = std::move(all);
-  for (auto& ep : eps_)
-    if (ep->provider() == kShmProvider && !pidfds_.empty())
-      ep->set_liveness([this](fi_addr_t a) {
-        auto it = pidfds_.find(a);
-        if (it == pidfds_.end()) return true;
-        pollfd p{it->second, POLLIN, 0};
-        return poll(&p, 1, 0) == 0;  // readable once the process has exited
-      });
-  connected_ = true;
-  // "shm for 3 ranks, tcp;ofi_rxm for 4 ranks (rails: eth0 for 2 ranks, eth1 for 2 ranks)"
-  auto ranks = [](int k) { return std::to_string(k) + (k == 1 ? " rank" : " ranks"); };
-  std::string log;
-  for (const auto& [prov, k] : peers_of) log += (log.empty() ? "" : ", ") + prov + " for " + ranks(k);
-  if (sock_)
-    log += "; messages up to " + std::to_string(opts_.sock_bytes) + " bytes to " +
-           std::to_string(std::count_if(routes_.begin(), routes_.end(), [](const Route& x) { return x.sock; })) +
-           " of them over DirectCCL's socket path (DCCL_NET_SOCK_BYTES)";
-  if (!home_of.empty()) {
-    std::string rails;
-    for (const auto& [rail, k] : home_of) rails += (rails.empty() ? "" : ", ") + rail + " for " + ranks(k);
-    log += " (rails: " + rails;
-    if (striped) log += "; large parts striped over " + stripe_rails + " for " + ranks(striped);
-    log += ")";
-  }
-  DCCL_INFO("net: rank %d of %d on %s uses %s", rank, opts_.nranks, self_.host.c_str(), log.c_str());
-}
-
 void FabricTransport::post(bool send, int peer, void* buf, size_t len, uint64_t tag,
                            Request* req, MemRegion* mr) {
   const char* op = send ? "isend" : "irecv";
@@ -463,6 +276,14 @@ void FabricTransport::post(bool send, int peer, void* buf, size_t len, uint64_t 
   if (tag & kLengthMarkBits)
     core::raise(dcclInternalError, core::describe(opts_.rank, op, "tag uses the length mark's bits"));
   const Route& rt = routes_[static_cast<size_t>(peer)];
+  if (rt.sock_only) {
+    if (mr && mr->device)
+      core::raise(dcclInternalError,
+                  core::describe(opts_.rank, op, "device memory for rank " + std::to_string(peer) +
+                                                     ", whose only route is DirectCCL's socket path (" + untrusted_ + ")"));
+    req->sock = true;
+    return sock_->post(send, peer, buf, len, tag, req);
+  }
   const bool striped = !rt.lanes.empty() && len >= rt.cut.stripe_min;
   if (rt.sock && !striped && len <= sock_->limit(peer) && !(mr && mr->device)) {
     req->sock = true;
@@ -504,12 +325,11 @@ void FabricTransport::post_striped(bool send, int peer, void* buf, size_t len, u
 std::string FabricTransport::describe_req(const Request& r) const {
   std::string s = std::string(r.is_send ? "send to" : "recv from") + " rank " +
                   std::to_string(r.peer) + " (tag " + hex(r.tag);
-  if (r.peer >= 0 && static_cast<size_t>(r.peer) < routes_.size() && routes_[static_cast<size_t>(r.peer)].home.ep) {
+  if (r.sock) {
+    s += ", DirectCCL sockets";
+  } else if (r.peer >= 0 && static_cast<size_t>(r.peer) < routes_.size() && routes_[static_cast<size_t>(r.peer)].home.ep) {
     const Route& rt = routes_[static_cast<size_t>(r.peer)];
-    if (r.sock)
-      s += ", DirectCCL sockets";
-    else
-      s += ", " + rt.home.ep->label() + (rt.lanes.empty() ? "" : ", striped over " + std::to_string(rt.lanes.size()) + " rails");
+    s += ", " + rt.home.ep->label() + (rt.lanes.empty() ? "" : ", striped over " + std::to_string(rt.lanes.size()) + " rails");
   }
   return s + ")";
 }
@@ -572,8 +392,6 @@ void FabricTransport::deregister_memory(MemRegion* mr) {
   for (auto& [ep, fid] : mr->regs) const_cast<Endpoint*>(ep)->close_buffer(fid);
   delete mr;
 }
-
-}  // namespace
 
 std::unique_ptr<Transport> Transport::create(const TransportOptions& opts) {
   return std::make_unique<FabricTransport>(opts);

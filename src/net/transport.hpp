@@ -1,5 +1,6 @@
 // libfabric transport: RDM endpoints, tagged messages, completion progress.
-// Same-host peers over `shm`, others over `tcp;ofi_rxm`; DCCL_PROVIDER overrides.
+// Same-host peers over `shm`, others over `tcp;ofi_rxm` (only when the network is
+// trusted: DirectCCL's authenticated socket path otherwise); DCCL_PROVIDER overrides.
 #pragma once
 #include <array>
 #include <atomic>
@@ -100,6 +101,12 @@ struct TransportOptions {
   uint64_t sock_bytes = 0;
   // The job secret: both ends of a socket-path connection prove they know it.
   std::array<uint8_t, 16> secret{};
+  // DCCL_TRUST_NETWORK: false (the default) keeps every untrusted provider
+  // (net/provider.hpp's table: tcp;ofi_rxm, udp, sockets) from carrying data: host
+  // memory to peers reached over tcp takes the socket path at every size, without
+  // opening tcp;ofi_rxm; another untrusted DCCL_PROVIDER is refused. true: every
+  // provider is used as it is.
+  bool trust_network = false;
 };
 
 class Transport {
@@ -121,6 +128,10 @@ class Transport {
   // "" when every endpoint in use (after connect(): those routing some peer) was opened
   // with FI_HMEM; otherwise which providers' endpoints lack it, and why.
   virtual std::string hmem_missing() const { return "this transport does not report FI_HMEM"; }
+  // After connect(): "" when every peer is reached over a trusted provider (or the
+  // network is trusted); else which ranks are not, and why. Device memory to them
+  // cannot take the direct path (the viability layer "trusted network").
+  virtual std::string untrusted_routes() const { return ""; }
 
   // Post a tagged send/recv to/from `peer`. Posting never blocks: what the provider
   // cannot take yet (-FI_EAGAIN) is queued in call order and posted by progress()/wait().

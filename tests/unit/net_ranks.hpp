@@ -118,12 +118,15 @@ inline void run_ranks(int n, TransportOptions base, const std::function<void(Ctx
   fs::remove_all(dir);
 }
 
-// "tcpsock": tcp;ofi_rxm with every message on DirectCCL's socket path.
+// "tcpsock": tcp with every message on DirectCCL's socket path (the default on an
+// untrusted network). The others trust the network, so that they test libfabric's
+// providers as they are (net/provider.hpp).
 inline TransportOptions opts(const std::string& prov, int timeout_ms = 20000) {
   TransportOptions o;
   o.provider = prov == "tcpsock" ? "tcp" : prov;
   o.timeout = std::chrono::milliseconds(timeout_ms);
   if (prov == "tcpsock") o.sock_bytes = uint64_t(1) << 40;
+  o.trust_network = prov != "tcpsock";
   return o;
 }
 

@@ -39,17 +39,20 @@ std::string with_port(const std::string& a, uint16_t port) {
 
 // Connects rank 0 (`a`) and rank 1 (`b`), rank 0 reaching rank 1 at `b_addr`;
 // each side's error text, "" when it connected.
+// The addresses are read before either side connects: a path stops listening, and
+// its address lists no listener, once its peers are connected.
 std::pair<std::string, std::string> connect_pair(SockPath& a, SockPath& b, const std::string& b_addr) {
   std::string ea, eb;
+  const std::string a_addr = a.address(), b_own = b.address();
   std::thread t([&] {
     try {
-      b.connect({{0, a.address()}, {0, b.address()}});
+      b.connect({{0, a_addr}, {0, b_own}});
     } catch (const core::Error& e) {
       eb = e.what();
     }
   });
   try {
-    a.connect({{0, a.address()}, {0, b_addr}});
+    a.connect({{0, a_addr}, {0, b_addr}});
   } catch (const core::Error& e) {
     ea = e.what();
   }

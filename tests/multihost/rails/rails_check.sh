@@ -6,7 +6,8 @@
 # DCCL_NET_SOCK_BYTES, "net: rank R socket path on ethK: sent N bytes, ...").
 # usage: rails_check.sh LAYOUT COLL_CHECK DCCL_PERF [DCCL_RUN]
 #   LAYOUT  2x1: 2 hosts x 1 rank, 2 rails, striped (DCCL_NET_STRIPE_BYTES=4K, so
-#                that the small suite's messages are cut over both rails)
+#                that the small suite's messages are cut over both rails;
+#                DCCL_TRUST_NETWORK=1, as striping needs)
 #           2x2: 2 hosts x 2 ranks, 2 rails, not striped: each pair on the rail of
 #                its lower rank's local rank (the hierarchy's cross-host
 #                sub-communicators keep the process's local rank)
@@ -45,6 +46,9 @@ rank='snap() { sed "s/:/ /" /proc/net/dev | awk "NR > 2 && \$1 ~ /^eth/ {print \
   exit $rc'
 
 env=(DCCL_DEBUG=INFO DCCL_TIMEOUT_S=60 DCCL_NET_STRIPE_BYTES=$stripe)
+# Striping is libfabric's (tcp;ofi_rxm on every rail), which carries data only on a
+# network the job trusts; unstriped pairs take the socket path on their rail either way.
+[ "$layout" = 2x1 ] && env+=(DCCL_TRUST_NETWORK=1)
 if [ -n "$run" ] && "$run" --help 2>&1 | grep -q -- "--rails"; then
   how="dccl-run --hosts $hosts --rails $rails -n $n"
   envargs=()

@@ -1,0 +1,170 @@
+// FabricTransport::connect(): every peer's route from the blobs (shm, a trusted
+// provider's rails and stripes, or the socket path for untrusted ones), the socket
+// path's connections, and the endpoints nobody uses closed (net/fabric_transport.hpp).
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "net/fabric_transport.hpp"
+
+namespace dccl::net {
+
+void FabricTransport::connect(const std::vector<std::string>& blobs) {
+  const int rank = opts_.rank;
+  if (connected_) core::raise(dcclInvalidUsage, core::describe(rank, "connect", "called twice"));
+  if (blobs.size() != static_cast<size_t>(opts_.nranks))
+    core::raise(dcclInvalidArgument,
+                core::describe(rank, "connect",
+                               std::to_string(blobs.size()) + " blobs for " +
+                                   std::to_string(opts_.nranks) + " ranks"));
+  std::vector<Blob> all;
+  for (size_t r = 0; r < blobs.size(); ++r) all.push_back(Blob::decode(blobs[r], "rank " + std::to_string(r)));
+  // This rank's endpoints of one provider, in rail order (as published in self_).
+  auto mine = [&](const std::string& prov) {
+    std::vector<Endpoint*> v;
+    for (auto& ep : eps_)
+      if (ep->provider() == prov) v.push_back(ep.get());
+    return v;
+  };
+  std::vector<Route> routes(blobs.size());
+  std::map<const Endpoint*, int> users;
+  std::map<std::string, int> peers_of;  // provider -> ranks routed through it
+  std::map<std::string, int> home_of;   // rail label -> ranks whose home rail it is
+  int striped = 0;
+  std::string stripe_rails;
+  std::vector<std::pair<int, std::string>> sock_peers(blobs.size(), {-1, std::string()});
+  bool loop_self = false;
+  std::string untrusted_ranks, untrusted_why;
+  for (size_t r = 0; r < blobs.size(); ++r) {
+    const Blob& b = all[r];
+    PairPlan plan;
+    try {
+      plan = plan_pair(self_, rank, b, static_cast<int>(r), forced_);
+    } catch (const core::Error& e) {
+      core::raise(e.code(), core::describe(rank, "connect", e.what()));
+    }
+    Route& rt = routes[r];
+    ++peers_of[plan.provider];
+    if (!trusted(plan.provider)) {
+      // No fabric lane: the socket path carries everything, this rank's own messages too.
+      rt.sock_only = true;
+      if (!sock_)
+        core::raise(dcclUnavailable,
+                    core::describe(rank, "connect",
+                                   "rank " + std::to_string(r) + " is reached over " + plan.provider +
+                                       ", which is not trusted, and this rank has no socket path (no rail with "
+                                       "an IP address); DCCL_TRUST_NETWORK=1 would use " + plan.provider));
+      if (static_cast<int>(r) == rank) {
+        loop_self = true;
+        continue;
+      }
+      if (b.sock.empty())
+        core::raise(dcclInvalidUsage,
+                    core::describe(rank, "connect",
+                                   "rank " + std::to_string(r) + " is reached over " + plan.provider +
+                                       ", which is not trusted, but rank " + std::to_string(r) +
+                                       " publishes no socket path; every rank must use the same DCCL_TRUST_NETWORK"));
+      if (opts_.sock_bytes == 0)
+        core::raise(dcclInvalidUsage,
+                    core::describe(rank, "connect",
+                                   "DCCL_NET_SOCK_BYTES=0 would send host memory to rank " + std::to_string(r) +
+                                       " over " + plan.provider + ", which is not trusted (" +
+                                       [&] { std::string w; provider_trusted(plan.provider, &w); return w; }() +
+                                       "); leave DCCL_NET_SOCK_BYTES unset, or set DCCL_TRUST_NETWORK=1 where only "
+                                       "the job can reach the network"));
+      sock_peers[r] = {plan.home, b.sock};
+      untrusted_ranks += (untrusted_ranks.empty() ? "" : ", ") + std::to_string(r);
+      provider_trusted(plan.provider, &untrusted_why);
+      untrusted_why = plan.provider + ", which is not trusted (" + untrusted_why + ")";
+      continue;
+    }
+    const std::vector<Endpoint*> eps = mine(plan.provider);
+    const std::vector<size_t> theirs = b.rails_of(plan.provider);
+    auto lane = [&](int i) {
+      Lane l;
+      l.ep = eps[static_cast<size_t>(i)];
+      l.addr = l.ep->insert(b.endpoints[theirs[static_cast<size_t>(i)]].second, static_cast<int>(r));
+      ++users[l.ep];
+      return l;
+    };
+    rt.home = lane(plan.home);
+    if (plan.lanes >= 2) {
+      rt.cut.part = SIZE_MAX;
+      for (int i = 0; i < plan.lanes; ++i) {
+        rt.lanes.push_back(i == plan.home ? rt.home : lane(i));
+        rt.cut.part = std::min(rt.cut.part, rt.lanes.back().ep->max_part());
+      }
+      rt.cut.lanes = plan.lanes;
+      rt.cut.stripe_min = plan.stripe_min;
+      rt.cut.home = plan.home;
+      ++striped;
+      std::vector<std::string> names;
+      for (const Endpoint* ep : eps) names.push_back(ep->rail());
+      stripe_rails = rail_list(names, plan.lanes);
+    }
+    if (sock_ && plan.provider == kTcpProvider && static_cast<int>(r) != rank && !b.sock.empty())
+      sock_peers[r] = {plan.home, b.sock};
+    if (!rt.home.ep->rail().empty()) ++home_of[rt.home.ep->rail()];
+    if (plan.provider == kShmProvider && static_cast<int>(r) != rank && b.pid > 0) {
+      int fd = static_cast<int>(syscall(SYS_pidfd_open, b.pid, 0));
+      if (fd >= 0) {
+        pidfds_[rt.home.addr] = fd;
+        const std::string* a = b.address_for(kShmProvider);
+        if (a) shm_peers_.push_back(ShmPeer{fd, b.pid, *a});
+      }
+    }
+  }
+  if (sock_) {
+    sock_->connect(sock_peers, loop_self);
+    for (size_t r = 0; r < routes.size(); ++r) routes[r].sock = sock_->limit(static_cast<int>(r)) > 0;
+    if (!sock_->any()) sock_.reset();
+  }
+  if (!untrusted_ranks.empty())
+    untrusted_ = "rank(s) " + untrusted_ranks + " are reached over " + untrusted_why +
+                 ": DirectCCL's authenticated socket path carries their messages, device memory staged "
+                 "(DCCL_TRUST_NETWORK=1 trusts the network)";
+  // Automatic mode opened tcp;ofi_rxm in case a peer was remote, and every rail in
+  // case a pair chose it: close what nobody uses (keeping one endpoint at least).
+  std::vector<std::unique_ptr<Endpoint>> keep;
+  for (auto& ep : eps_)
+    if (users[ep.get()] > 0) keep.push_back(std::move(ep));
+  if (keep.empty() && !eps_.empty()) keep.push_back(std::move(eps_.front()));
+  eps_ = std::move(keep);
+  routes_ = std::move(routes);
+  blobs_ = std::move(all);
+  for (auto& ep : eps_)
+    if (ep->provider() == kShmProvider && !pidfds_.empty())
+      ep->set_liveness([this](fi_addr_t a) {
+        auto it = pidfds_.find(a);
+        if (it == pidfds_.end()) return true;
+        pollfd p{it->second, POLLIN, 0};
+        return poll(&p, 1, 0) == 0;  // readable once the process has exited
+      });
+  connected_ = true;
+  // "shm for 3 ranks, tcp;ofi_rxm for 4 ranks (rails: eth0 for 2 ranks, eth1 for 2 ranks)"
+  auto ranks = [](int k) { return std::to_string(k) + (k == 1 ? " rank" : " ranks"); };
+  std::string log;
+  for (const auto& [prov, k] : peers_of) log += (log.empty() ? "" : ", ") + prov + " for " + ranks(k);
+  const auto sock_only = std::count_if(routes_.begin(), routes_.end(), [](const Route& x) { return x.sock_only; });
+  const auto sock_limited =
+      std::count_if(routes_.begin(), routes_.end(), [](const Route& x) { return x.sock && !x.sock_only; });
+  if (sock_only)
+    log += "; every message to " + std::to_string(sock_only) +
+           " of them over DirectCCL's authenticated socket path (the network is not trusted: DCCL_TRUST_NETWORK=0)";
+  if (sock_limited)
+    log += "; messages up to " + std::to_string(opts_.sock_bytes) + " bytes to " + std::to_string(sock_limited) +
+           " of them over DirectCCL's socket path (DCCL_NET_SOCK_BYTES)";
+  if (!home_of.empty()) {
+    std::string rails;
+    for (const auto& [rail, k] : home_of) rails += (rails.empty() ? "" : ", ") + rail + " for " + ranks(k);
+    log += " (rails: " + rails;
+    if (striped) log += "; large parts striped over " + stripe_rails + " for " + ranks(striped);
+    log += ")";
+  }
+  DCCL_INFO("net: rank %d of %d on %s uses %s", rank, opts_.nranks, self_.host.c_str(), log.c_str());
+}
+
+}  // namespace dccl::net
