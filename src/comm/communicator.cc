@@ -145,7 +145,7 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
     DCCL_INFO("signals: default action restored for %s, a provider library DirectCCL does not use", s.c_str());
   net_ = net::Transport::create(to);
   const bool same_host = topo_.nhosts() == 1;
-  net_->connect(boot_->allgather(net_->local_blob()));
+  net_->connect(boot_->allgather(net_->local_blob()), init_deadline_);
   provider_ = net_->provider_summary();
   if (rank == 0)
     for (const auto& line : net_->topology()) DCCL_INFO("topology: %s", line.c_str());

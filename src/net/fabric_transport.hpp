@@ -39,7 +39,7 @@ class FabricTransport final : public Transport {
   }
 
   std::string local_blob() const override;
-  void connect(const std::vector<std::string>& blobs) override;
+  void connect(const std::vector<std::string>& blobs, std::chrono::steady_clock::time_point until = {}) override;
   std::string provider_summary() const override;
   std::vector<std::string> topology() const override { return topology_lines(blobs_, forced_); }
   std::vector<std::string> rail_counters() const override;

@@ -150,7 +150,7 @@ static std::string ip_of(const std::string& hostport) {
   return ip_text(sa);
 }
 
-void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers, bool loop_self) {
+void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers, bool loop_self, Clock::time_point until) {
   struct Pending {
     int fd = -1;
     int peer = -1;  // -1: accepted, not yet introduced
@@ -167,7 +167,8 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers, bo
     sockaddr_storage sa{};
     socklen_t salen = 0;
   };
-  const auto deadline = Clock::now() + timeout_;
+  const auto deadline =
+      until == Clock::time_point{} ? Clock::now() + timeout_ : std::min(until, Clock::now() + timeout_);
   const IntroKey key{secret_, static_cast<int>(peers.size())};
   by_peer_.assign(peers.size(), nullptr);
   if (loop_self && rank_ >= 0 && static_cast<size_t>(rank_) < peers.size()) {

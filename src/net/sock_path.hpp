@@ -71,7 +71,10 @@ class SockPath {
   // loop_self: this rank's messages to itself take the path too (matched in memory).
   // Throws core::Error(dcclTimeout / dcclSystemError / dcclInvalidArgument) naming the
   // peers it could not connect.
-  void connect(const std::vector<std::pair<int, std::string>>& peers, bool loop_self = false);
+  // `until`: the connections are made by then (default: the timeout from now, and
+  // never later than that).
+  void connect(const std::vector<std::pair<int, std::string>>& peers, bool loop_self = false,
+               std::chrono::steady_clock::time_point until = {});
   // Largest message to `peer` this path carries; 0 when the peer is not reached over it.
   uint64_t limit(int peer) const;
   bool any() const { return !conns_.empty() || self_; }

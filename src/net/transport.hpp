@@ -117,7 +117,10 @@ class Transport {
   // This rank's connection blob (hostname + endpoint names), exchanged by bootstrap allgather.
   virtual std::string local_blob() const = 0;
   // blobs[r] for every rank r (including self). Chooses the endpoint per peer and fills AVs.
-  virtual void connect(const std::vector<std::string>& blobs) = 0;
+  // `until`: the connections are made by then (the caller's deadline; default: the
+  // options' timeout from now), or connect() throws naming who did not come.
+  virtual void connect(const std::vector<std::string>& blobs,
+                       std::chrono::steady_clock::time_point until = {}) = 0;
   // Human readable: "shm" or "tcp;ofi_rxm" or "shm+tcp;ofi_rxm".
   virtual std::string provider_summary() const = 0;
   // After connect(): every rank's rails and how each pair of ranks is connected, as

@@ -12,7 +12,7 @@
 
 namespace dccl::net {
 
-void FabricTransport::connect(const std::vector<std::string>& blobs) {
+void FabricTransport::connect(const std::vector<std::string>& blobs, std::chrono::steady_clock::time_point until) {
   const int rank = opts_.rank;
   if (connected_) core::raise(dcclInvalidUsage, core::describe(rank, "connect", "called twice"));
   if (blobs.size() != static_cast<size_t>(opts_.nranks))
@@ -118,7 +118,7 @@ void FabricTransport::connect(const std::vector<std::string>& blobs) {
     }
   }
   if (sock_) {
-    sock_->connect(sock_peers, loop_self);
+    sock_->connect(sock_peers, loop_self, until);
     for (size_t r = 0; r < routes.size(); ++r) routes[r].sock = sock_->limit(static_cast<int>(r)) > 0;
     if (!sock_->any()) sock_.reset();
   }

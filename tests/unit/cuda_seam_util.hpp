@@ -45,7 +45,7 @@ class FakeNet final : public net::Transport {
   bool loop = false;
 
   std::string local_blob() const override { return {}; }
-  void connect(const std::vector<std::string>&) override {}
+  void connect(const std::vector<std::string>&, std::chrono::steady_clock::time_point) override {}
   std::string provider_summary() const override { return "fake"; }
   std::string hmem_missing() const override { return ""; }  // every endpoint has FI_HMEM
   void isend(int peer, const void* buf, size_t len, uint64_t tag, net::Request* req, net::MemRegion*) override {

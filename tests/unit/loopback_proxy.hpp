@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -29,14 +30,25 @@ inline int listen_loopback(uint16_t* port) {
   return fd;
 }
 
+// Tries for up to 3 s: a socket path listens only once its connect() runs, which
+// may be a moment after the test reached this point.
 inline int connect_loopback(uint16_t port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(port);
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-  return fd;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  for (;;) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) return fd;
+    const bool refused = errno == ECONNREFUSED;
+    close(fd);
+    if (!refused || std::chrono::steady_clock::now() >= until) {
+      ADD_FAILURE() << "connect to 127.0.0.1:" << port << " failed";
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 inline int accept_within(int lfd, std::chrono::milliseconds t) {

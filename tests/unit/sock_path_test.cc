@@ -225,5 +225,20 @@ TEST(SockPath, AddressAndBlob) {
   EXPECT_EQ(sockaddr_ip(std::string(3, 'x')), "");
 }
 
+// connect() ends by the caller's deadline (init's), not a timeout of its own after it.
+TEST(SockPath, ConnectEndsByTheCallersDeadline) {
+  SockPath r(1, 1234, std::chrono::milliseconds(20000), {"127.0.0.1"});
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    r.connect({{0, "sock1 99 1 127.0.0.1:1"}, {-1, ""}}, false, t0 + std::chrono::milliseconds(300));
+    ADD_FAILURE() << "no error";
+  } catch (const core::Error& e) {
+    EXPECT_EQ(e.code(), dcclTimeout);
+    EXPECT_NE(std::string(e.what()).find("no connection with rank(s) 0"), std::string::npos) << e.what();
+  }
+  // Well before the path's own 20 s: the deadline, and a margin for a loaded machine.
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+}
+
 }  // namespace
 }  // namespace dccl::net
