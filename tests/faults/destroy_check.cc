@@ -6,10 +6,11 @@
 //                       its peer sleeps 2 s before each of its allreduces
 //   destroy_check idle [TRIALS]     destroy after synchronized work: how long it takes
 //   destroy_check abort [TRIALS]    as queued, with dcclCommAbort instead of destroy
-//   destroy_check blocking [TRIALS] destroy from a thread while one thread runs a group
-//                       of two blocking allreduces (the peer comes to the second after
+//   destroy_check blocking [TRIALS] destroy from a thread while a group of two
+//                       allreduces runs on a stream (the peer comes to the second after
 //                       the group's DCCL_TIMEOUT_S: it ends by its own deadline, and
-//                       destroy with it) and another waits for its turn
+//                       destroy with it) and the thread that queued it waits in a
+//                       blocking allreduce for its turn behind it
 // A rank passes when its process exits normally (no signal) with every check met.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -169,34 +170,36 @@ int child_idle(int rank) {
   return rc == dcclSuccess && ms < 1000 ? 0 : 1;
 }
 
-// Rank 0 of blocking: a group of two allreduces on one thread (the peer joins the
-// first after 2 s and the second 2 s later: past the group's deadline, DCCL_TIMEOUT_S
-// after it began, so the group times out naming the peer), a plain allreduce
-// waiting for its turn on another, destroy from a third.
+// Rank 0 of blocking: a group of two allreduces queued on a stream (the peer joins
+// the first after 2 s and the second 2 s later: past the group's deadline,
+// DCCL_TIMEOUT_S after it began, so the group times out naming the peer), then, on
+// the same thread, a blocking allreduce waiting for its turn behind it; destroy
+// from another thread. (Two threads calling into one communicator at once are
+// refused as misuse: faults.misuse.threads.)
 int rank0_blocking() {
   dcclComm_t c;
   if (dcclCommInitFromEnv(&c) != dcclSuccess) return fprintf(stderr, "init: %s\n", dcclGetLastError(nullptr)), 1;
+  dcclStream_t s = nullptr;
+  if (dcclStreamCreate(&s) != dcclSuccess) return fprintf(stderr, "stream: %s\n", dcclGetLastError(nullptr)), 1;
   std::vector<float> a(kCount, 1.0f), b(kCount, 1.0f), d(kCount, 1.0f);
-  dcclResult_t rc1 = dcclSuccess, rc2 = dcclSuccess;
-  std::string msg1, msg2;
+  dcclResult_t rc2 = dcclSuccess;
+  std::string msg2;
   std::thread t1([&] {
     dcclGroupStart();
-    dcclAllReduce(a.data(), a.data(), kCount, dcclFloat32, dcclSum, c, nullptr);
-    dcclAllReduce(b.data(), b.data(), kCount, dcclFloat32, dcclSum, c, nullptr);
-    rc1 = dcclGroupEnd();
-    msg1 = dcclGetLastError(nullptr);
-  });
-  usleep(100000);
-  std::thread t2([&] {
+    dcclAllReduce(a.data(), a.data(), kCount, dcclFloat32, dcclSum, c, s);
+    dcclAllReduce(b.data(), b.data(), kCount, dcclFloat32, dcclSum, c, s);
+    dcclGroupEnd();
     rc2 = dcclAllReduce(d.data(), d.data(), kCount, dcclFloat32, dcclSum, c, nullptr);
     msg2 = dcclGetLastError(nullptr);
   });
-  usleep(200000);
+  usleep(300000);
   auto t = Clock::now();
   dcclResult_t rc = dcclCommDestroy(c);
   double end_ms = ms_since(t);
   t1.join();
-  t2.join();
+  const dcclResult_t rc1 = dcclStreamSynchronize(s);
+  const std::string msg1 = dcclGetLastError(nullptr);
+  dcclStreamDestroy(s);
   printf("rank 0: destroy returned %s in %.0f ms (bound %d ms)\n", dcclGetErrorString(rc), end_ms, 2000 * kTimeoutS);
   printf("rank 0: running group: %s: %s\n", dcclGetErrorString(rc1), msg1.c_str());
   printf("rank 0: waiting call: %s: %s\n", dcclGetErrorString(rc2), msg2.c_str());
