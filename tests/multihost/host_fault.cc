@@ -21,19 +21,9 @@
 #include <vector>
 
 #include "dccl/dccl.h"
+#include "rank_files.hpp"
 
 namespace {
-long long now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-void put(const std::string& path, const std::string& text) {
-  FILE* f = fopen((path + ".tmp").c_str(), "w");
-  if (!f) return;
-  fputs(text.c_str(), f);
-  fclose(f);
-  rename((path + ".tmp").c_str(), path.c_str());  // readers see the whole line or nothing
-}
 void linger(const std::string& dir) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (access((dir + "/done").c_str(), F_OK) != 0 && std::chrono::steady_clock::now() < end)
