@@ -32,6 +32,7 @@ P = {
                       "same page: 200 Gbit/s per GPU NIC (1,600 Gbit/s per VM for GPUDirect-TCPXO)"),
     "nvlink_gbps": Param(450.0, "GB/s", "published",
                          "NVIDIA H100 SXM datasheet: NVLink 900 GB/s per GPU, both directions"),
+    "hbm_gbps": Param(3350.0, "GB/s", "published", "NVIDIA H100 SXM datasheet: HBM3 3.35 TB/s"),
     # ---- NCCL's own per-step costs and limits (NVIDIA/nccl src/graph/tuning.cc) ----
     "nccl_base_lat_tree_simple": Param(8.4, "us", "published", "tuning.cc baseLat[Tree][Simple]"),
     "nccl_base_lat_ring_simple": Param(8.4, "us", "published", "tuning.cc baseLat[Ring][Simple]"),
