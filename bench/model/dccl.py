@@ -40,38 +40,43 @@ def relay(over=None):
                     slot=int(_v("staging_slot", over)))
 
 
+# Links are given per node: the g GPUs of a node run their messages at once (flows = g in
+# costmodel.net_msg, which divides the link and the relay's host memory among them).
+
 def net_link(over=None):
-    g = _v("gpus_per_node", over)
     alpha = _v("nccl_net_lat_simple", over) + _v("net_lat_us", over) + _v("dccl_step_us", over)
-    return cm.Link(alpha=alpha, gbps=nccl.node_net_gbps(over) / g)
+    return cm.Link(alpha=alpha, gbps=nccl.node_net_gbps(over))
 
 
 def node_link(path, over=None):
-    """Between GPUs of one node: NVLink peer to peer, or through host memory when staged."""
+    """Between GPUs of one node: NVLink peer to peer (every GPU its own ports), or through
+    host memory when staged (every GPU its own copy engines)."""
+    g = _v("gpus_per_node", over)
     alpha = _v("dccl_nvl_lat_us", over) + _v("dccl_step_us", over)
     if path == "direct":
-        return cm.Link(alpha=alpha, gbps=_v("nvlink_gbps", over) * _v("dccl_nvl_eff", over))
-    return cm.Link(alpha=alpha, gbps=_v("copy_gbps", over))
+        return cm.Link(alpha=alpha, gbps=g * _v("nvlink_gbps", over) * _v("dccl_nvl_eff", over))
+    return cm.Link(alpha=alpha, gbps=g * _v("copy_gbps", over))
 
 
 def _relay_for(path, over):
     return relay(over) if path == "staged" else None
 
 
-def cross_algo(n, size, over=None):
+def cross_algo(n, size, over=None, large="ring"):
     """The tuner's choice across nodes (src/tune/algo_table.cc): rd up to the link model's
-    bound, rhd up to 256 KiB, ring above."""
+    bound, rhd up to 256 KiB, ring above (`large` replaces the ring in what-ifs)."""
     link = net_link(over)
-    if size <= cm.rd_max_bytes(n, link.alpha, link.gbps, reduce_gbps(over)):
+    per_gpu = link.gbps / _v("gpus_per_node", over)
+    if size <= cm.rd_max_bytes(n, link.alpha, per_gpu, reduce_gbps(over)):
         return "rd"
-    return "rhd" if size <= 256 * 1024 else "ring"
+    return "rhd" if size <= 256 * 1024 else large
 
 
-def cross(n, size, path, over=None):
+def cross(n, size, path, over=None, large="ring"):
     if n < 2:
         return 0.0
     g = int(_v("gpus_per_node", over))
-    f = cm.FLAT[cross_algo(n, size, over)]
+    f = cm.FLAT[cross_algo(n, size, over, large)]
     return f(n, size, net_link(over), reduce_gbps(over), _relay_for(path, over), flows=g)
 
 
@@ -88,20 +93,20 @@ def node_rs_or_ag(size, path, over=None, reduce=True):
     return (g - 1) * (msg + (cm.us(m, reduce_gbps(over)) if reduce else 0.0))
 
 
-def hier(size, nodes, path, over=None):
+def hier(size, nodes, path, over=None, large="ring"):
     g = int(_v("gpus_per_node", over))
     t = _v("launch_us", over)
     if size <= _v("hier_shard_min", over):
-        return t + node_rd(size, path, over) + cross(nodes, size, path, over)
+        return t + node_rd(size, path, over) + cross(nodes, size, path, over, large)
     piece = min(size, _v("hier_piece", over))
     pieces = math.ceil(size / piece)
     rs = node_rs_or_ag(piece, path, over, reduce=True)
     ag = node_rs_or_ag(piece, path, over, reduce=False)
-    x = cross(nodes, piece / g, path, over)
+    x = cross(nodes, piece / g, path, over, large)
     # First piece's reduce-scatter, then one cross-node step per piece beside the node
     # steps of its neighbours, then the last piece's allgather.
     return t + rs + pieces * max(x, rs + ag if pieces > 1 else 0.0) + ag
 
 
-def allreduce(size, nodes, path, over=None):
-    return hier(size, nodes, path, over)
+def allreduce(size, nodes, path, over=None, large="ring"):
+    return hier(size, nodes, path, over, large)

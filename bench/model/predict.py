@@ -67,6 +67,27 @@ def table(over):
     return rows
 
 
+WHATIF_NODES = [2, 64, 1024]
+WHATIF_SIZES = [16 << 20, 1 << 30, 8 << 30]
+
+
+def whatif(over):
+    """Peer-direct as it is, then with halving-doubling across nodes above 256 KiB (log2 N
+    steps, not 2 (N - 1)), then also with 64 MiB pieces (fewer node steps per byte)."""
+    rows = []
+    for n in WHATIF_NODES:
+        for s in WHATIF_SIZES:
+            now = dccl.allreduce(s, n, "direct", over)
+            rhd = dccl.allreduce(s, n, "direct", over, large="rhd")
+            big = dccl.allreduce(s, n, "direct", dict(over, hier_piece=64 << 20), large="rhd")
+            rows.append((n, s, nccl.allreduce(s, n, over)[0], now, rhd, big))
+    out = ["| nodes | size | NCCL µs | peer-direct µs | + rhd across nodes | + 64 MiB pieces | ÷ NCCL |",
+           "|---|---|---|---|---|---|---|"]
+    for n, s, t, now, rhd, big in rows:
+        out.append(f"| {n} | {human(s)} | {t:,.0f} | {now:,.0f} | {rhd:,.0f} | {big:,.0f} | {big / t:.2f}x |")
+    return "\n".join(out)
+
+
 def busbw(size, t_us, ranks):
     return size / (t_us * 1e3) * 2 * (ranks - 1) / ranks
 
