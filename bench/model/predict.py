@@ -37,22 +37,28 @@ def latency_share(who, size, nodes, over):
     return min(1.0, lat / full)
 
 
+def _steps(who, size, nodes):
+    if who == "nccl":
+        return "NCCL: 14 NVLink and 2 log2 N network hops up and down its tree"
+    if size <= 64 << 10:
+        return "DirectCCL: 3 + log2 N host-driven messages"
+    return "DirectCCL: 14 node messages per 4 MiB piece, and 2 (N - 1) network ones once shards pass 256 KiB"
+
+
 def why(size, nodes, over, t):
     """Who wins, by how much against the other library's better path, and which cost
-    decides it."""
+    decides it: step latency or bytes on links (the model with endless bandwidth gives
+    the first, the rest is the second)."""
     best = min(t, key=t.get)
     rival = "nccl" if best != "nccl" else min(("direct", "staged"), key=t.get)
     ratio = t[rival] / t[best]
-    lb, lr = latency_share(best, size, nodes, over), latency_share(rival, size, nodes, over)
-    if lb > 0.5 and lr > 0.5:
-        reason = (f"fewer or cheaper steps: {t[best] * lb:,.0f} us of step latency "
-                  f"against {t[rival] * lr:,.0f} us")
-    elif lr > 0.5:
-        what = "hops of the tree or ring" if rival == "nccl" else "a host-driven message per piece and step"
-        reason = f"{LABELS[rival]} is {lr:.0%} step latency ({t[rival] * lr:,.0f} us: {what})"
+    lat_b = t[best] * latency_share(best, size, nodes, over)
+    lat_r = t[rival] * latency_share(rival, size, nodes, over)
+    d_lat, d_bw = lat_r - lat_b, (t[rival] - lat_r) - (t[best] - lat_b)
+    if d_lat >= d_bw:
+        reason = f"step latency {lat_b:,.0f} against {lat_r:,.0f} us ({_steps(best if d_lat < 0 else rival, size, nodes)})"
     else:
-        reason = (f"bandwidth: {size / (t[best] * (1 - lb)) / 1e3:,.1f} GB/s of payload "
-                  f"against {size / (t[rival] * (1 - lr)) / 1e3:,.1f}")
+        reason = f"bytes on links {t[best] - lat_b:,.0f} against {t[rival] - lat_r:,.0f} us"
     return best, ratio, reason
 
 

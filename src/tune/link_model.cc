@@ -6,7 +6,7 @@
 namespace dccl::tune {
 
 namespace {
-// Fitted (bench/model/run, 2 ranks, 2026-12-01): tcp;ofi_rxm 6.9 us per message and
+// Fitted (bench/model/run --vm, 2 ranks, 2026-12-01): tcp;ofi_rxm 6.9 us per message and
 // 3.1 GB/s in cache; libfabric shm 1 us (fi_pingpong's 8 B one way) and 10 GB/s.
 // Reductions of a chunk in cache: ~10 GB/s (dccl-ceiling, 64 KiB float sum).
 constexpr LinkModel kShm{1.0, 10.0, 10.0};
