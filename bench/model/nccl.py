@@ -37,7 +37,9 @@ def channels(size, over=None):
     return int(min(hi, max(lo, size // step_bytes(over))))
 
 
-def _proto_eff(proto, over):
+def _proto_eff(proto, over, algo="ring"):
+    if proto == "LL" and algo == "tree":
+        return _v("nccl_tree_ll_eff", over)
     return {"LL": _v("nccl_ll_eff", over), "LL128": _v("nccl_ll128_eff", over), "Simple": 1.0}[proto]
 
 
@@ -66,12 +68,13 @@ def node_net_gbps(over=None):
 def tree(size, nodes, proto="Simple", over=None):
     g = int(_v("gpus_per_node", over))
     ch = channels(size, over)
-    eff = _proto_eff(proto, over)
+    eff = _proto_eff(proto, over, "tree")
     s = size / ch
-    c = step_bytes(over) if proto == "Simple" else step_bytes(over) / 4  # LL/LL128 buffers are smaller
+    c = step_bytes(over) if proto == "Simple" else _v("nccl_ll_step", over)
     k = max(1, math.ceil(s / c))
     m = min(c, s)
-    cap = _v("nccl_tree_ch_gbps_2n", over) if nodes <= 2 else _v("nccl_tree_ch_gbps_4n", over)
+    scale = "2n" if nodes <= 2 else "4n"
+    cap = _v(f"nccl_tree_ll128_ch_gbps_{scale}" if proto == "LL128" else f"nccl_tree_ch_gbps_{scale}", over)
     nvl_ch = min(cap, _v("nvlink_gbps", over) / ch) * eff * 1e3   # B/us
     fan = 1 if nodes <= 2 else 2
     net_ch = node_net_gbps(over) / (ch * fan) * eff * 1e3

@@ -53,6 +53,11 @@ P = {
                                   "tuning.cc perChMaxTreeBws[Hopper][2 nodes]: one channel's tree copy rate"),
     "nccl_tree_ch_gbps_4n": Param(36.0, "GB/s", "published", "tuning.cc perChMaxTreeBws[Hopper][4+ nodes]"),
     "nccl_ll128_ch_gbps": Param(36.7, "GB/s", "published", "tuning.cc perChMaxRingLL128Bws[Hopper]"),
+    "nccl_tree_ll128_ch_gbps_2n": Param(36.7, "GB/s", "published", "tuning.cc perChMaxTreeLL128Bws[Hopper][2 nodes]"),
+    "nccl_tree_ll128_ch_gbps_4n": Param(29.0, "GB/s", "published", "tuning.cc perChMaxTreeLL128Bws[Hopper][4+ nodes]"),
+    "nccl_tree_ll_eff": Param(1 / 3.8, "", "published", "tuning.cc: tree LL bandwidth is Simple's / 3.8"),
+    "nccl_ll_step": Param(256 * KB, "B", "assumed", "bytes per LL / LL128 step and channel (their buffers are smaller "
+                          "than Simple's; only Simple runs on A3 Mega)"),
     "nccl_ll_eff": Param(0.5, "", "published",
                          "LL: 8-byte lines carry 4 bytes of data and a 4-byte flag (tuning.cc: bw * 0.5)"),
     "nccl_ll128_eff": Param(120 / 128, "", "published", "LL128: 120 of every 128 bytes are data (tuning.cc)"),

@@ -109,6 +109,16 @@ class Predictions(unittest.TestCase):
             self.assertLessEqual(nccl.ALGOS[a](256 << 20, n, p, self.fit),
                                  nccl.ALGOS[other](256 << 20, n, p, self.fit))
 
+    def test_protocols_when_all_are_allowed(self):
+        # With LL and LL128 allowed (not on TCPXO), the latency protocols take small calls
+        # and Simple the largest, each the cheapest of the three.
+        f = dict(self.fit, nccl_protos="LL,LL128,Simple")
+        self.assertEqual(nccl.choice(8, 2, f), ("tree", "LL"))
+        self.assertEqual(nccl.choice(8 * GIB, 2, f), ("tree", "Simple"))
+        for s in (8, 1 << 20, GIB):
+            a, p = nccl.choice(s, 2, f)
+            self.assertEqual(nccl.tree(s, 2, p, f), min(nccl.tree(s, 2, q, f) for q in nccl.PROTOS))
+
     def test_ring_latency_counts_every_hop(self):
         # 8 B on a ring: 2 (P - 1) hops, 2 N across nodes (NCCL's count); independent sum.
         f = dict(self.fit)
