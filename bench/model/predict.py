@@ -56,7 +56,8 @@ def why(size, nodes, over, t):
     lat_r = t[rival] * latency_share(rival, size, nodes, over)
     d_lat, d_bw = lat_r - lat_b, (t[rival] - lat_r) - (t[best] - lat_b)
     if d_lat >= d_bw:
-        reason = f"step latency {lat_b:,.0f} against {lat_r:,.0f} us ({_steps(best if d_lat < 0 else rival, size, nodes)})"
+        dearer = best if d_lat < 0 else rival
+        reason = f"step latency {lat_b:,.0f} against {lat_r:,.0f} us ({_steps(dearer, size, nodes)})"
     else:
         reason = f"bytes on links {t[best] - lat_b:,.0f} against {t[rival] - lat_r:,.0f} us"
     return best, ratio, reason
