@@ -71,6 +71,18 @@ def write(outdir, meta, records, spinners):
     return doc
 
 
+def rebuild(outdir):
+    """results.json and report.md from a run's meta.json (written at its start) and
+    runs.jsonl (every launch's rows, as they came): for a run cut short."""
+    meta = json.loads((outdir / "meta.json").read_text())
+    records = [json.loads(x) for x in (outdir / "runs.jsonl").read_text().splitlines() if x.strip()]
+    meta["command"] += " (cut short; rebuilt with --report-only)"
+    meta["load_samples"] = [{"load1_before": x} for x in dict.fromkeys(r["load1"] for r in records)]
+    write(outdir, meta, records, {"spinner": "python3 -c 'while True: pass'", "pids": [], "left_running": []})
+    print(text_tables(json.loads((outdir / "results.json").read_text())))
+    return 0
+
+
 def panels(doc):
     """(hosts, class, ranks) -> {(key, busy, size): result}, and the library order per panel."""
     out, order = {}, {}
