@@ -19,6 +19,10 @@ def fmt_us(x):
     return f"{x:.2f}" if x < 10 else f"{x:.1f}" if x < 1000 else f"{x:,.0f}"
 
 
+def fmt_ratio(r):
+    return f"{r:.2f}" if r >= 0.1 else f"{r:.3f}" if r >= 0.001 else f"{r:.1e}"
+
+
 def build_revision(builddir):
     """'<short commit>[ (+ uncommitted changes)] at <source dir>' of a build folder's source tree."""
     src = None
@@ -123,9 +127,39 @@ def ratio_table(doc, cells, libs):
                 d = cells.get((key, k, s))
                 ts = [cells[(pk, k, s)] for pk in peers if (pk, k, s) in cells]
                 best = min(ts, key=lambda r: r["time_us_median"]) if ts else None
-                row.append(f"{best['time_us_median'] / d['time_us_median']:.2f} ({best['library']})"
+                row.append(f"{fmt_ratio(best['time_us_median'] / d['time_us_median'])} ({best['library']})"
                            if d and best else "–")
         L.append(f"| {size_label(s)} | " + " | ".join(row) + " |")
+    return L
+
+
+HEADLINE_SIZES = [8, 64 << 10, 1 << 20, 16 << 20, 64 << 20]
+
+
+def headline_table(doc, tag=None):
+    """One row per (hosts, class, ranks, headline size): a DirectCCL build's median at each K,
+    the best peer's at each K (named), and best peer ÷ DirectCCL at each K (> 1: DirectCCL faster)."""
+    busy = doc["meta"]["busy"]
+    cells, libs = panels(doc)
+    L = ["| hosts | class | ranks | size | " + " | ".join(f"DirectCCL K={k}" for k in busy) + " | " +
+         " | ".join(f"best peer K={k}" for k in busy) + " | " + " | ".join(f"peer ÷ DirectCCL K={k}" for k in busy)
+         + " |", "|---|---|---|---|" + "---|" * (3 * len(busy))]
+    for p in sorted(cells):
+        c = cells[p]
+        dk = [k for k, _ in libs[p] if k.startswith("dccl.") and (tag is None or k.startswith(f"dccl.{tag}-"))]
+        peers = [k for k, _ in libs[p] if not k.startswith("dccl.")]
+        if not dk:
+            continue
+        for s in [x for x in HEADLINE_SIZES if any(sz == x for (_, _, sz) in c)]:
+            d = [c.get((dk[0], k, s)) for k in busy]
+            best = []
+            for k in busy:
+                ts = [c[(pk, k, s)] for pk in peers if (pk, k, s) in c]
+                best.append(min(ts, key=lambda r: r["time_us_median"]) if ts else None)
+            row = [fmt_us(x["time_us_median"]) if x else "–" for x in d]
+            row += [f"{fmt_us(b['time_us_median'])} ({b['library']})" if b else "–" for b in best]
+            row += [fmt_ratio(b['time_us_median'] / x['time_us_median']) if x and b else "–" for x, b in zip(d, best)]
+            L.append(f"| {p[0]} | {p[1]} | {p[2]} | {size_label(s)} | " + " | ".join(row) + " |")
     return L
 
 
@@ -157,6 +191,10 @@ def markdown(doc):
     for c in m["configs"]:
         L.append(f"| {c['hosts']} | {c['class']} | {c['library']} | {c['transport']} |")
     L.append("")
+    for tag in doc["meta"]["dccl_builds"]:
+        L += [f"## Summary{' (DirectCCL ' + tag + ')' if len(doc['meta']['dccl_builds']) > 1 else ''}", "",
+              "Median time per call, µs, at the headline sizes; the best peer is the fastest of the others at "
+              "that point; peer ÷ DirectCCL > 1: DirectCCL faster.", ""] + headline_table(doc, tag) + [""]
     cells, libs = panels(doc)
     for p in sorted(cells):
         hosts, klass, n = p
