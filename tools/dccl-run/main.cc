@@ -24,6 +24,7 @@
 
 #include "bootstrap/store.hpp"
 #include "bootstrap/unique_id.hpp"
+#include "core/config.hpp"
 #include "dccl-run/job.hpp"
 #include "dccl-run/lines.hpp"
 #include "dccl-run/netns.hpp"
@@ -36,7 +37,7 @@ using dcclrun::say;
 
 // Whether the ranks log at INFO or TRACE (then dccl-run describes the emulated network).
 bool debug_info(const dcclrun::RunOptions& o) {
-  std::string level = std::getenv("DCCL_DEBUG") ? std::getenv("DCCL_DEBUG") : "";
+  std::string level = dccl::core::env_text("DCCL_DEBUG");
   for (const auto& kv : o.env)
     if (kv.compare(0, 11, "DCCL_DEBUG=") == 0) level = kv.substr(11);
   for (auto& c : level) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -57,7 +58,7 @@ int main(int argc, char** argv) {
       return 2;
   }
   // The program is looked up in the PATH the ranks will have.
-  std::string path = std::getenv("PATH") ? std::getenv("PATH") : "/usr/local/bin:/usr/bin:/bin";
+  std::string path = dccl::core::env_value("PATH") ? dccl::core::env_text("PATH") : "/usr/local/bin:/usr/bin:/bin";
   for (const auto& kv : opt.env) {
     if (kv.compare(0, 5, "PATH=") == 0) path = kv.substr(5);
   }
@@ -83,7 +84,8 @@ int main(int argc, char** argv) {
   // Emulated hosts: built before the store, which listens in their switch.
   std::unique_ptr<dcclrun::EmuNet> net;
   if (!opt.ranks_per_host.empty()) {
-    const std::string own_path = std::getenv("PATH") ? std::getenv("PATH") : "/usr/sbin:/usr/bin:/sbin:/bin";
+    const std::string own_path =
+        dccl::core::env_value("PATH") ? dccl::core::env_text("PATH") : "/usr/sbin:/usr/bin:/sbin:/bin";
     const std::string missing = dcclrun::emulation_unavailable(opt.rate_bps > 0, own_path);
     if (!missing.empty()) {
       say("--hosts " + missing);
