@@ -13,6 +13,7 @@
 
 #include "bootstrap/unique_id.hpp"
 #include "coll/ctx.hpp"
+#include "core/launcher.hpp"
 #include "core/log.hpp"
 #include "core/types.hpp"
 #include "mem/backend.hpp"
@@ -96,7 +97,7 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   // this one was split from; else the launcher's local rank, else the topology's.
   std::string place_from = "inherited";
   if (place_.local_rank < 0) {
-    place_.local_rank = net::launcher_local_rank(&place_from);
+    place_.local_rank = core::launcher_local_rank(&place_from);
     if (place_.local_rank < 0) {
       place_.local_rank = topo_.local_rank;
       place_from = "topology";
