@@ -142,7 +142,7 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
     });
   DCCL_INFO("net: local rank %d of %d (%s) picks the rail", place_.local_rank, place_.local_size, place_from.c_str());
   rxm_eager_ = net::set_provider_defaults(cfg_.rxm_eager_bytes);
-  for (const std::string& s : net::reset_and_report_signal_handlers())
+  for (const std::string& s : net::reset_and_report_signal_handlers(cfg_.provider))
     DCCL_INFO("signals: default action restored for %s, a provider library DirectCCL does not use", s.c_str());
   net_ = net::Transport::create(to);
   const bool same_host = topo_.nhosts() == 1;
