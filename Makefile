@@ -1,4 +1,5 @@
-# DirectCCL top-level entry points. Quick start: `make run` and `make test`.
+# DirectCCL top-level entry points. Quick start: `make run`, `make check` (the fast
+# tests, under a minute) and `make test` (every test).
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
@@ -6,13 +7,13 @@ ifeq ($(DCCL_WERROR),1)
 CMAKE_FLAGS += -DDCCL_WERROR=ON
 endif
 
-.PHONY: all deps build run test test-gpu-dryrun test-asan test-tsan print-san-ci clean
+.PHONY: all deps build run check test test-gpu-dryrun test-asan test-tsan print-san-ci clean
 
 # Sanitizer builds (CUDA off: its static runtime does not mix with the sanitizers).
 SAN_FLAGS = -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDCCL_CUDA=OFF -DDCCL_FUZZ=OFF $(CMAKE_FLAGS)
 # SAN_TESTS: a ctest -R regex to run a subset; CI uses SAN_CI.
 SAN_TESTS ?= .
-SAN_CI = unit\.|mp\.small\.shm\.n3|mp\.small\.tcp\.n2|mp\.sim\.pd[01]\.shm\.n3|mp\.paths\.shm\.n2|faults\.(mismatch|abort|secret)
+SAN_CI = unit\.|integration\.|mp\.small\.shm\.n3|mp\.small\.tcp\.n2|mp\.sim\.pd[01]\.shm\.n3|mp\.paths\.shm\.n2|faults\.(mismatch|abort|secret)
 export ASAN_OPTIONS ?= detect_leaks=1:abort_on_error=1
 export LSAN_OPTIONS ?= suppressions=$(CURDIR)/tests/lsan.supp
 export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
@@ -34,6 +35,10 @@ build: deps $(BUILD)/CMakeCache.txt
 run: build
 	$(BUILD)/tools/dccl-run -n 4 $(BUILD)/tools/dccl-perf all_reduce -b 8 -e 64M -f 4
 	scripts/run-main $(BUILD)
+
+# The fast tier (ctest label "fast": unit tests and quick checks of each kind), in parallel.
+check: build
+	cd $(BUILD) && ctest --output-on-failure --timeout 120 -j $(JOBS) -L fast
 
 # The GPU check's rehearsal builds a CUDA tree of its own (minutes on 2 cores):
 # `make test-gpu-dryrun` runs it; CI runs it after the rest when time is left.

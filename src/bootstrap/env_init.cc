@@ -14,6 +14,7 @@
 #include "bootstrap/secret_file.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
+#include "core/launcher.hpp"
 #include "core/log.hpp"
 
 namespace dccl::boot {
@@ -21,7 +22,7 @@ namespace dccl::boot {
 namespace {
 
 const char* env(const char* n) {
-  const char* v = getenv(n);
+  const char* v = core::env_value(n);
   return v && *v ? v : nullptr;
 }
 
@@ -160,11 +161,10 @@ std::unique_ptr<StoreServer> env_store(EnvJob* job) {
 EnvJob env_job() {
   const core::Config cfg = core::load_config();  // a bad setting fails here, naming it
   EnvJob job;
-  if (!pick("DCCL_RANK", "DCCL_WORLD_SIZE", "DCCL", &job) &&
-      !pick("RANK", "WORLD_SIZE", "torchrun", &job) &&
-      !pick("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "Open MPI", &job) &&
-      !pick("PMI_RANK", "PMI_SIZE", "MPICH/PMI", &job) &&
-      !pick("SLURM_PROCID", "SLURM_NTASKS", "Slurm", &job))
+  bool found = false;
+  for (const core::Launcher& l : core::launchers())
+    if ((found = pick(l.rank, l.size, l.name, &job))) break;
+  if (!found)
     core::raise(dcclInvalidArgument,
           "dcclCommInitFromEnv: no rank/size in the environment (set DCCL_RANK and DCCL_WORLD_SIZE, "
           "or run under dccl-run, torchrun, mpirun or srun)");

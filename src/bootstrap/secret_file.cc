@@ -16,6 +16,7 @@
 
 #include "bootstrap/socket.hpp"
 #include "bootstrap/unique_id.hpp"
+#include "core/config.hpp"
 #include "core/error.hpp"
 #include "core/host.hpp"
 #include "core/log.hpp"
@@ -251,7 +252,7 @@ std::string path_for(int rank, const std::string& op, const std::string& job) {
 }  // namespace
 
 std::string secret_dir() {
-  const char* xdg = getenv("XDG_RUNTIME_DIR");
+  const char* xdg = core::env_value("XDG_RUNTIME_DIR");
   if (private_dir(xdg)) return xdg;
   std::string refused;  // what stood in the way, per base
   for (const std::string& base : bases()) {

@@ -13,6 +13,7 @@
 
 #include "bootstrap/unique_id.hpp"
 #include "coll/ctx.hpp"
+#include "core/launcher.hpp"
 #include "core/log.hpp"
 #include "core/types.hpp"
 #include "mem/backend.hpp"
@@ -96,7 +97,7 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   // this one was split from; else the launcher's local rank, else the topology's.
   std::string place_from = "inherited";
   if (place_.local_rank < 0) {
-    place_.local_rank = net::launcher_local_rank(&place_from);
+    place_.local_rank = core::launcher_local_rank(&place_from);
     if (place_.local_rank < 0) {
       place_.local_rank = topo_.local_rank;
       place_from = "topology";
@@ -141,7 +142,7 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
     });
   DCCL_INFO("net: local rank %d of %d (%s) picks the rail", place_.local_rank, place_.local_size, place_from.c_str());
   rxm_eager_ = net::set_provider_defaults(cfg_.rxm_eager_bytes);
-  for (const std::string& s : net::reset_and_report_signal_handlers())
+  for (const std::string& s : net::reset_and_report_signal_handlers(cfg_.provider))
     DCCL_INFO("signals: default action restored for %s, a provider library DirectCCL does not use", s.c_str());
   net_ = net::Transport::create(to);
   const bool same_host = topo_.nhosts() == 1;

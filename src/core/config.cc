@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/launcher.hpp"
 #include "core/log.hpp"
 
 namespace dccl::core {
@@ -107,13 +108,65 @@ bool Config::set_in_env(const char* name) const {
   return false;
 }
 
-std::string setting_text(const char* name) {
+namespace {
+const char* table_default(const char* name) {
   for (const ConfigEntry& e : config_entries())
-    if (std::string(e.name) == name) {
-      const char* env = getenv(name);
-      return env ? env : e.def;
-    }
-  raise(dcclInternalError, std::string("setting_text: ") + name + " is not in the settings table");
+    if (std::string(e.name) == name) return e.def;
+  return nullptr;
+}
+}  // namespace
+
+const std::vector<OutsideVar>& outside_vars() {
+  static const std::vector<OutsideVar> table = [] {
+    std::vector<OutsideVar> v = {
+        {"FI_PROVIDER", "libfabric's provider filter; a single name is the provider choice without DCCL_PROVIDER"},
+        {"FI_OFI_RXM_EAGER_LIMIT", "libfabric's rxm eager size: DCCL_RXM_EAGER_BYTES sets it unless the user did"},
+        {"XDG_RUNTIME_DIR", "the per-user folder for the job's secret file"},
+        {"PATH", "dccl-run finds the program and the ip/tc tools through it"},
+        {"MASTER_ADDR", "torchrun's store address: the rendezvous host"},
+        {"MASTER_PORT", "torchrun's store port: the rendezvous listens on the next one"},
+        {"SLURM_STEP_NUM_NODES", "Slurm: whether the job spans several nodes"},
+        {"SLURM_NNODES", "Slurm: whether the job spans several nodes"},
+        {"SLURM_JOB_NUM_NODES", "Slurm: whether the job spans several nodes"},
+        {"TORCHELASTIC_RUN_ID", "a launcher's job id: seeds the DCCL_INSECURE secret"},
+        {"SLURM_JOB_ID", "a launcher's job id: seeds the DCCL_INSECURE secret"},
+        {"SLURM_STEP_ID", "a launcher's job id: seeds the DCCL_INSECURE secret"},
+        {"OMPI_MCA_ess_base_jobid", "a launcher's job id: seeds the DCCL_INSECURE secret"},
+        {"PMI_JOBID", "a launcher's job id: seeds the DCCL_INSECURE secret"},
+    };
+    for (const Launcher& l : launchers())
+      for (const char* n : {l.rank, l.size, l.local_rank, l.local_size})
+        if (n && !table_default(n)) v.push_back({n, "a launcher's rank, size, local rank or local size"});
+    return v;
+  }();
+  return table;
+}
+
+const char* env_value(const char* name) {
+  bool known = table_default(name) != nullptr;
+  for (const OutsideVar& o : outside_vars()) known |= std::string(o.name) == name;
+  if (!known)
+    raise(dcclInternalError, std::string("env_value: ") + name + " is neither a setting nor a known outside variable");
+  return getenv(name);
+}
+
+std::string env_text(const char* name) {
+  const char* v = env_value(name);
+  return v ? v : "";
+}
+
+std::string setting_text(const char* name) {
+  const char* def = table_default(name);
+  if (!def) raise(dcclInternalError, std::string("setting_text: ") + name + " is not in the settings table");
+  const char* env = getenv(name);
+  return env ? env : def;
+}
+
+std::string provider_choice() {
+  const std::string own = env_text("DCCL_PROVIDER");
+  if (!own.empty()) return own;
+  const std::string fi = env_text("FI_PROVIDER");
+  return fi.find_first_of("^,") == std::string::npos ? fi : "";
 }
 
 std::string seconds_text(int64_t ms) {
@@ -147,9 +200,7 @@ Config load_config() {
   }
   DCCL_CONFIG_TABLE(X)
 #undef X
-  if (c.provider.empty()) {
-    if (const char* fp = getenv("FI_PROVIDER")) c.provider = fp;
-  }
+  c.provider = provider_choice();
   if (!valid_log_level(c.debug))
     raise(dcclInvalidArgument, "DCCL_DEBUG=" + c.debug + " is not a log level: use NONE, WARN, INFO or TRACE");
   if (c.peer_direct != "auto" && c.peer_direct != "0" && c.peer_direct != "1")

@@ -48,6 +48,23 @@ struct Config {
 // is not in the table.
 std::string setting_text(const char* name);
 
+// A variable the project reads that is not one of its settings: libfabric's,
+// a launcher's (core/launcher.hpp) or the system's; `why` says what it is read for.
+struct OutsideVar {
+  const char* name;
+  const char* why;
+};
+const std::vector<OutsideVar>& outside_vars();
+// The environment's value of a setting or an outside variable, null when unset
+// (the environment's own string, as getenv): the one place the environment is
+// read. Throws dcclInternalError for any other name.
+const char* env_value(const char* name);
+// env_value as text, "" when unset.
+std::string env_text(const char* name);
+// The provider the user chose, under one rule: DCCL_PROVIDER, else FI_PROVIDER
+// when it names a single provider ("tcp"; a libfabric filter such as "^shm" or
+// "tcp,shm" chooses none). "" when there is no choice.
+std::string provider_choice();
 // "600 s (DCCL_TIMEOUT_S)", "1.5 s (dcclConfig_t.timeoutMs)": a bound as errors state it.
 std::string timeout_text(const Config& c);
 // Milliseconds as seconds: "600 s", "1.5 s", "0.25 s".

@@ -13,7 +13,7 @@
 #define DCCL_CONFIG_TABLE(X)                                                                      \
   X(debug, "DCCL_DEBUG", Str, "WARN", "Log level: NONE, WARN, INFO or TRACE")                      \
   X(timeout_s, "DCCL_TIMEOUT_S", Int, DCCL_CFG_STR(DCCL_DEFAULT_TIMEOUT_S), "Bound in seconds on every call: its waits (and init's phases) share one deadline")          \
-  X(provider, "DCCL_PROVIDER", Str, "", "libfabric provider for all peers (e.g. shm, tcp); empty: shm on one host, tcp;ofi_rxm across hosts; FI_PROVIDER is honoured too") \
+  X(provider, "DCCL_PROVIDER", Str, "", "libfabric provider for all peers (e.g. shm, tcp); empty: shm on one host, tcp;ofi_rxm across hosts; else FI_PROVIDER when it names one provider") \
   X(algo, "DCCL_ALGO", Str, "", "Force an algorithm (the list comes from the algorithm table)") \
   X(chunk_bytes, "DCCL_CHUNK_BYTES", Bytes, "0", "Pipeline chunk size; 0 lets the tuner choose")  \
   X(host_id, "DCCL_HOST_ID", Str, "", "Names this rank's host: ranks with the same id share a host (shm, shared segment, hierarchy); empty: hostname + boot id") \

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/launcher.hpp"
 #include "core/log.hpp"
-#include "net/rails.hpp"
 #include "mem/cuda_api.hpp"
 
 namespace dccl::mem {
@@ -51,7 +51,7 @@ void ensure_init() {
 int choose_device(int count, int current, std::string* how) {
   // The rank's place on its host (DCCL_LOCAL_RANK or the launcher's variable).
   std::string from;
-  const int local = net::launcher_local_rank(&from);
+  const int local = core::launcher_local_rank(&from);
   if (local >= 0) {
     if (how) *how = from + " of " + std::to_string(count) + " GPUs";
     return local % count;

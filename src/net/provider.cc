@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 
+#include "core/config.hpp"
 #include "core/error.hpp"
 
 namespace dccl::net {
@@ -105,7 +106,7 @@ std::string set_provider_defaults(uint64_t rxm_eager_bytes) {
   std::call_once(once, [&] {
     if (rxm_eager_bytes > 0) setenv("FI_OFI_RXM_EAGER_LIMIT", std::to_string(rxm_eager_bytes).c_str(), 0);
   });
-  const char* v = getenv("FI_OFI_RXM_EAGER_LIMIT");
+  const char* v = core::env_value("FI_OFI_RXM_EAGER_LIMIT");
   return v ? v : "";
 }
 

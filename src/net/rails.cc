@@ -162,25 +162,6 @@ size_t WireCut::stripe_piece(size_t part_len, int lanes) {
   return (q + kStripeAlign - 1) / kStripeAlign * kStripeAlign;
 }
 
-int launcher_local_rank(std::string* source) {
-  // DCCL_LOCAL_RANK (a setting), then the launchers' own variables.
-  static const char* const kVars[] = {"DCCL_LOCAL_RANK", "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
-                                      "SLURM_LOCALID"};
-  for (const char* var : kVars) {
-    const std::string text = var == kVars[0] ? core::setting_text(var) : std::string(getenv(var) ? getenv(var) : "");
-    if (text.empty() || text == "-1") continue;
-    char* end = nullptr;
-    const long r = strtol(text.c_str(), &end, 10);
-    if (*end || r < 0 || r > 0x7fffffff) {
-      DCCL_WARN("ignoring %s='%s': not a local rank", var, text.c_str());
-      continue;
-    }
-    if (source) *source = std::string(var) + "=" + text;
-    return static_cast<int>(r);
-  }
-  return -1;
-}
-
 std::string rail_list(const std::vector<std::string>& names, int n) {
   std::string s;
   for (int i = 0; i < n; ++i) {

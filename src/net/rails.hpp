@@ -102,12 +102,6 @@ struct WireCut {
   static size_t stripe_piece(size_t part_len, int lanes);
 };
 
-// Launcher variables naming this process's place on its host, in the order read:
-// DCCL_LOCAL_RANK, LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID,
-// SLURM_LOCALID (the list the CUDA backend picks its device by). Returns the first
-// valid one (>= 0) and names it in *source, else -1.
-int launcher_local_rank(std::string* source);
-
 // "eth0+eth1" for rails [0, n) of `names` ("rail k" where a name is unknown).
 std::string rail_list(const std::vector<std::string>& names, int n);
 

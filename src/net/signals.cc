@@ -7,16 +7,14 @@
 #include <cstring>
 #include <mutex>
 
+#include "core/config.hpp"
+
 namespace dccl::net {
 
 namespace {
 
-bool psm_chosen() {
-  for (const char* var : {"FI_PROVIDER", "DCCL_PROVIDER"}) {
-    const char* v = std::getenv(var);
-    if (v && std::strstr(v, "psm") && v[0] != '^') return true;
-  }
-  return false;
+bool psm_chosen(const std::string& provider) {
+  return provider.find("psm") != std::string::npos && provider[0] != '^';
 }
 
 // The shared object a handler's code lives in, "" when unknown.
@@ -31,9 +29,9 @@ bool is_psm(const std::string& lib) { return lib.rfind("libinfinipath", 0) == 0 
 
 }  // namespace
 
-std::vector<std::string> reset_foreign_signal_handlers() {
+std::vector<std::string> reset_foreign_signal_handlers(const std::string& provider) {
   std::vector<std::string> reset;
-  if (psm_chosen()) return reset;
+  if (psm_chosen(provider)) return reset;
   static const struct {
     int sig;
     const char* name;
@@ -61,15 +59,16 @@ std::mutex g_mu;
 std::vector<std::string> g_unreported;
 
 // Libraries this one links are initialised before it: their handlers are in place.
+// No communicator's settings yet: the environment's choice, read by the settings code.
 __attribute__((constructor)) void reset_at_load() {
-  std::vector<std::string> r = reset_foreign_signal_handlers();
+  std::vector<std::string> r = reset_foreign_signal_handlers(core::provider_choice());
   std::lock_guard<std::mutex> lk(g_mu);
   g_unreported.insert(g_unreported.end(), r.begin(), r.end());
 }
 }  // namespace
 
-std::vector<std::string> reset_and_report_signal_handlers() {
-  std::vector<std::string> r = reset_foreign_signal_handlers();
+std::vector<std::string> reset_and_report_signal_handlers(const std::string& provider) {
+  std::vector<std::string> r = reset_foreign_signal_handlers(provider);
   std::lock_guard<std::mutex> lk(g_mu);
   r.insert(r.begin(), g_unreported.begin(), g_unreported.end());
   g_unreported.clear();

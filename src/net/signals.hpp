@@ -10,15 +10,15 @@
 namespace dccl::net {
 
 // Puts back the default action of every signal whose handler lives in a psm
-// library (libinfinipath, libpsm*), unless the user chose a psm provider
-// (FI_PROVIDER / DCCL_PROVIDER naming psm). Handlers of the application and of
+// library (libinfinipath, libpsm*), unless `provider` (the communicator's
+// provider setting; at load, core::provider_choice()) names psm. Handlers of the application and of
 // other libraries are left alone. Runs once when the library is loaded and again
 // at every communicator init (a library loaded later may have installed them).
 // Returns what was reset, e.g. {"SIGSEGV (libinfinipath.so.4)"}.
-std::vector<std::string> reset_foreign_signal_handlers();
+std::vector<std::string> reset_foreign_signal_handlers(const std::string& provider);
 
 // Runs reset_foreign_signal_handlers() and returns every reset done since the
 // last call (the one at load included), for the init log.
-std::vector<std::string> reset_and_report_signal_handlers();
+std::vector<std::string> reset_and_report_signal_handlers(const std::string& provider);
 
 }  // namespace dccl::net

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "core/config.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "net/blob.hpp"
@@ -52,13 +53,9 @@ FabricTransport::FabricTransport(const TransportOptions& o) : opts_(o) {
   api_version();  // throws when the runtime is too old
   forced_ = canonical_provider(o.provider);
   if (forced_.empty()) {
-    // FI_PROVIDER filters libfabric's own provider list; a single plain name is a choice.
-    const char* env = getenv("FI_PROVIDER");
-    std::string e = env ? env : "";
-    if (!e.empty() && e.find_first_of("^,") == std::string::npos) {
-      forced_ = canonical_provider(e);
-      DCCL_INFO("net: FI_PROVIDER=%s selects provider %s for every peer", env, forced_.c_str());
-    }
+    // None given: the user's choice, under the settings' rule (core::provider_choice).
+    forced_ = canonical_provider(core::provider_choice());
+    if (!forced_.empty()) DCCL_INFO("net: the environment selects provider %s for every peer", forced_.c_str());
   }
   self_.host = o.host.empty() ? local_hostname() : o.host;
   self_.boot_id = local_boot_id();

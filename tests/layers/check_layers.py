@@ -10,7 +10,10 @@ header dccl/dccl.h. The check fails on
   - an upward include (a lower layer including a higher one),
   - an include of an unknown folder, or a folder of src/ missing from the order,
   - a quoted include that names no file in src/ or include/,
-  - a cycle among the files of src/ (followed through their includes).
+  - a cycle among the files of src/ (followed through their includes),
+  - a getenv() in src/ or tools/ outside the settings code (src/core/config.cc,
+    where the settings table and the outside variables are read), except the
+    files of ENV_ALLOWED, which must read the environment themselves.
 Every violation is printed with the file and line; the exit status is 1 if any.
 """
 import os
@@ -19,6 +22,18 @@ import sys
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 SOURCE_EXT = (".cc", ".hpp", ".h", ".cu", ".cuh", ".inc")
+GETENV = re.compile(r"\b(?:secure_)?getenv\s*\(")
+SETTINGS_CODE = "src/core/config.cc"
+# Files that read the environment directly, each with the reason it cannot go
+# through the settings code.
+ENV_ALLOWED = {
+    "tools/dccl-perf/main.cc": "links only the public API, as an application does: before init it reads the "
+                               "launcher's rank to decide whether this process prints usage errors",
+    "tools/dccl-perf/report.cc": "links only the public API: labels its report with DCCL_PROVIDER, FI_PROVIDER "
+                                 "and DCCL_PEER_DIRECT as the user set them",
+    "tools/dccl-run/options.cc": "-x NAME passes on dccl-run's own value of a variable the user names, as "
+                                 "mpirun does: any name, not a setting",
+}
 
 
 def read_order(root):
@@ -117,7 +132,31 @@ def check(root):
     cycle = find_cycle(graph)
     if cycle:
         errors.append("include cycle: " + " -> ".join(cycle))
+    errors += check_env(root)
     return order, len(graph), errors
+
+
+def check_env(root):
+    """Every getenv() in src/ and tools/ is in the settings code or allowed."""
+    errors = []
+    for top in ("src", "tools"):
+        base = os.path.join(root, top)
+        if not os.path.isdir(base):
+            continue
+        for rel in source_files(base):
+            path = f"{top}/{rel}".replace(os.sep, "/")
+            with open(os.path.join(base, rel), encoding="utf-8", errors="replace") as f:
+                hits = [n for n, line in enumerate(f, 1) if GETENV.search(line.split("//", 1)[0])]
+            if path == SETTINGS_CODE:
+                continue
+            if path in ENV_ALLOWED:
+                if not hits:
+                    errors.append(f"{path}: in ENV_ALLOWED but reads no environment variable; drop the entry")
+                continue
+            for n in hits:
+                errors.append(f"{path}:{n}: getenv outside the settings code: read it through "
+                              f"{SETTINGS_CODE} (core::setting_text, core::env_value)")
+    return errors
 
 
 def main():
@@ -128,7 +167,8 @@ def main():
     if errors:
         print(f"layers: {len(errors)} violation(s) of the order {' < '.join(order)}")
         return 1
-    print(f"layers: {nfiles} files of src/ include only downward ({' < '.join(order)}); no cycles")
+    print(f"layers: {nfiles} files of src/ include only downward ({' < '.join(order)}); no cycles; "
+          f"the environment is read only in {SETTINGS_CODE} and {len(ENV_ALLOWED)} allowed files")
     return 0
 
 

@@ -64,6 +64,23 @@ def main():
         expect("layer without a folder", {
             "src/low/a.hpp": "",
         }, "layer 'high' has no folder"),
+        expect("getenv outside the settings code", {
+            "src/low/a.cc": 'int f() { return std::getenv("X") != nullptr; }\n',
+            "src/high/c.hpp": "",
+        }, "src/low/a.cc:1: getenv outside the settings code"),
+        expect("getenv in a tool", {
+            "src/low/a.hpp": "",
+            "src/high/c.hpp": "",
+            "tools/t/main.cc": '// getenv in a comment is fine\nconst char* p = getenv("P");\n',
+        }, "tools/t/main.cc:2: getenv outside the settings code"),
+        expect("getenv in the settings code", {
+            "src/core/config.cc": 'const char* v = getenv("DCCL_X");\n',
+        }, None, order="core"),
+        expect("stale allow-list entry", {
+            "src/low/a.hpp": "",
+            "src/high/c.hpp": "",
+            "tools/dccl-run/options.cc": "int x;\n",
+        }, "tools/dccl-run/options.cc: in ENV_ALLOWED but reads no environment variable"),
     ]
     return 0 if all(results) else 1
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # dccl-info --dmabuf-check on sim memory (the sim backend emulates dma-buf export,
 # so every layer runs here): one line per layer with its verdict, the JSON file,
-# export disabled (FAIL lines, still exit 0), bad options (exit 2), and the cuda
+# export disabled (FAIL verdicts in the JSON, still exit 0), bad options (exit 2), and the cuda
 # probe's exit (0 with the layers where a GPU is, else 1 with the reason).
 # Also dccl-relay's JSON: the keys a script parses, and the fields added since.
 # Usage: dmabuf_check.sh BUILD_DIR
@@ -34,10 +34,17 @@ assert v == {"export aligned": "pass", "export unaligned": "pass", "SYNC_MEMOPS"
              "trial registration": "pass", "buffer-id invalidation": "pass"}, v
 ' "$T/sim.json"
 
-DCCL_SIM_DMABUF=0 "$INFO" --dmabuf-check --mem sim > "$T/off" 2>&1; rc=$?
+DCCL_SIM_DMABUF=0 "$INFO" --dmabuf-check --mem sim --json "$T/off.json" > "$T/off" 2>&1; rc=$?
 check "export disabled: the probe still ran (exit 0)" test $rc -eq 0
-check "export disabled: the export fails with the reason" has "$T/off" "^\[FAIL\] export aligned: sim: dma-buf export disabled"
-check "export disabled: the trial registration does not apply" has "$T/off" "^\[n/a\] trial registration: nothing was exported"
+check "export disabled: the export fails with the reason; the trial registration does not apply" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+l = {x["name"]: x for x in d["layers"]}
+assert l["export aligned"]["verdict"] == "FAIL", l
+assert l["export aligned"]["detail"].startswith("sim: dma-buf export disabled"), l
+assert l["trial registration"]["verdict"] == "n/a", l
+assert l["trial registration"]["detail"] == "nothing was exported", l
+' "$T/off.json"
 
 "$INFO" --dmabuf-check --mem tpu > "$T/bad" 2>&1; rc=$?
 check "an unknown memory kind is a usage error (2)" test $rc -eq 2

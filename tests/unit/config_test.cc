@@ -15,6 +15,10 @@
 namespace {
 
 using dccl::core::Config;
+using dccl::core::env_text;
+using dccl::core::env_value;
+using dccl::core::Error;
+using dccl::core::provider_choice;
 using dccl::core::load_config;
 using dccl::core::parse_bool;
 using dccl::core::parse_bytes;
@@ -166,8 +170,24 @@ TEST_F(LoadConfig, ProviderFallsBackToFiProvider) {
   EXPECT_EQ("shm", load_config().provider);  // DCCL_PROVIDER wins
   setenv("DCCL_PROVIDER", "", 1);
   EXPECT_EQ("tcp", load_config().provider);  // empty counts as unset
+  setenv("FI_PROVIDER", "^shm", 1);  // libfabric's filters choose no provider
+  EXPECT_EQ("", load_config().provider);
+  setenv("FI_PROVIDER", "tcp,shm", 1);
+  EXPECT_EQ("", load_config().provider);
+  EXPECT_EQ("", provider_choice());
+  setenv("FI_PROVIDER", "psm3", 1);
+  EXPECT_EQ("psm3", provider_choice());
   unsetenv("FI_PROVIDER");
   EXPECT_EQ("", load_config().provider);
+}
+
+TEST_F(LoadConfig, EnvironmentOnlyThroughTheTables) {
+  setenv("FI_PROVIDER", "tcp", 1);
+  EXPECT_STREQ("tcp", env_value("FI_PROVIDER"));
+  unsetenv("FI_PROVIDER");
+  EXPECT_EQ(nullptr, env_value("FI_PROVIDER"));
+  EXPECT_EQ("", env_text("SLURM_LOCALID"));  // a launcher's variable
+  EXPECT_THROW(env_value("HOME"), Error);    // neither a setting nor an outside variable
 }
 
 TEST_F(LoadConfig, RejectsBadValues) {

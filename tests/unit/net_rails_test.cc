@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/launcher.hpp"
 #include "net/blob.hpp"
 #include "net/provider.hpp"
 #include "net/rails.hpp"
@@ -310,13 +311,13 @@ TEST(Rails, LauncherLocalRank) {
   for (const char* v : {"DCCL_LOCAL_RANK", "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
     unsetenv(v);
   std::string src;
-  EXPECT_EQ(launcher_local_rank(&src), -1);
+  EXPECT_EQ(core::launcher_local_rank(&src), -1);
   setenv("SLURM_LOCALID", "2", 1);
   setenv("LOCAL_RANK", "x", 1);  // not a number: skipped
-  EXPECT_EQ(launcher_local_rank(&src), 2);
+  EXPECT_EQ(core::launcher_local_rank(&src), 2);
   EXPECT_EQ(src, "SLURM_LOCALID=2");
   setenv("DCCL_LOCAL_RANK", "5", 1);
-  EXPECT_EQ(launcher_local_rank(&src), 5);
+  EXPECT_EQ(core::launcher_local_rank(&src), 5);
   EXPECT_EQ(src, "DCCL_LOCAL_RANK=5");
   for (const char* v : {"DCCL_LOCAL_RANK", "LOCAL_RANK", "SLURM_LOCALID"}) unsetenv(v);
 }

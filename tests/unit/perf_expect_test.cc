@@ -7,8 +7,11 @@
 #include <cstring>
 #include <vector>
 
-// expect.cc is pure and not part of libdccl: compile it into this test.
+// The expectation code is pure and not part of libdccl: compile it into this test.
+#include "../../tools/dccl-perf/codec.cc"
 #include "../../tools/dccl-perf/expect.cc"
+#include "../../tools/dccl-perf/layout.cc"
+#include "../../tools/dccl-perf/names.cc"
 
 using namespace dcclperf;
 

@@ -1,6 +1,7 @@
 // dccl-perf's pure logic: collective names, nccl-tests' size/count layout and
 // bus-bandwidth factors, the deterministic input pattern, the expected result
-// of every collective, and the dtype conversions used to fill and read buffers.
+// of every collective, and the dtype conversions used to fill and read buffers;
+// defined in names.cc, layout.cc, expect.cc (the oracle) and codec.cc.
 // No library calls: tests/unit/perf_expect_test.cc checks it against a
 // brute-force simulation of each collective.
 #pragma once
@@ -86,6 +87,8 @@ void fill_input(const Case& k, int rank, void* data);
 void store(dcclDataType_t t, void* base, size_t i, double v);
 double load(dcclDataType_t t, const void* base, size_t i);
 double round_to(dcclDataType_t t, double v);  // load(store(v))
+// v as a 64-bit two's-complement pattern (negative values wrap; saturates above 2^64).
+uint64_t to_u64(double v);
 // Generic IEEE binary encoding with `mant` fraction bits and `exp` exponent bits.
 uint32_t encode_float(double v, int mant, int exp);
 double decode_float(uint32_t bits, int mant, int exp);

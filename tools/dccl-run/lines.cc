@@ -9,6 +9,11 @@
 
 namespace dcclrun {
 
+void say(const std::string& msg) {
+  const std::string line = "dccl-run: " + msg + "\n";
+  write_all(STDERR_FILENO, line.data(), line.size());
+}
+
 bool write_all(int fd, const char* p, size_t n) {
   while (n > 0) {
     ssize_t w = ::write(fd, p, n);

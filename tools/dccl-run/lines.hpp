@@ -9,6 +9,8 @@ namespace dcclrun {
 // Writes all of [p, p+n) to fd, retrying on EINTR/EAGAIN. False on other errors
 // (e.g. EPIPE when our own output was closed): the caller drops the output.
 bool write_all(int fd, const char* p, size_t n);
+// dccl-run's own message: "dccl-run: <msg>" as one line on stderr.
+void say(const std::string& msg);
 
 class LinePrefixer {
  public:

@@ -66,11 +66,11 @@ void print_env_md() {
 // Why the value set for `name` would make init fail ("" when it is fine or
 // unset): the settings are loaded as init loads them, with only `name` set.
 std::string invalid_reason(const char* name) {
-  const char* mine = getenv(name);
+  const char* mine = dccl::core::env_value(name);
   if (!mine) return "";
   std::vector<std::pair<std::string, std::string>> saved;
   for (const auto& e : dccl::core::config_entries())
-    if (const char* v = getenv(e.name); v && strcmp(e.name, name) != 0) {
+    if (const char* v = dccl::core::env_value(e.name); v && strcmp(e.name, name) != 0) {
       saved.emplace_back(e.name, v);
       unsetenv(e.name);
     }
@@ -98,7 +98,7 @@ int print_invalid_settings() {
 // Returns the number of invalid settings (listed after the table).
 int print_env() {
   for (const auto& e : dccl::tune::settings()) {
-    const char* v = getenv(e.name);
+    const char* v = dccl::core::env_value(e.name);
     const std::string why = invalid_reason(e.name);
     printf("%-26s %-8s default %-8s %s%s%s%s\n", e.name, type_name(e.type), *e.def ? e.def : "''",
            v ? "set to '" : "", v ? v : "", v ? "'" : "", why.empty() ? "" : "  INVALID: init would refuse it");
@@ -287,7 +287,7 @@ int main(int argc, char** argv) {
   print_rails();
   printf("\n");
   const int invalid = print_invalid_settings();
-  const char* pd = getenv("DCCL_PEER_DIRECT");
+  const char* pd = dccl::core::env_value("DCCL_PEER_DIRECT");
   const std::string pd_why = invalid_reason("DCCL_PEER_DIRECT");
   printf("%sPeer-direct viability (DCCL_PEER_DIRECT=%s):\n", invalid ? "\n" : "", pd ? pd : "auto (default)");
   if (!pd_why.empty()) {
