@@ -128,7 +128,8 @@ void ProcessGroupDCCL::agree(const std::string& op, uint64_t seq, const Call& c)
     s.append(" #").append(std::to_string(f[0])).append(" of ").append(std::to_string(f[3])).append(" ");
     s.append(dtype_name(static_cast<at::ScalarType>(f[2]))).append(" elements");
     if (f[4] >= 0) s.append(", root ").append(std::to_string(f[4]));
-    if (f[5] >= 0) s.append(", ReduceOp ").append(std::to_string(f[5]));
+    static const char* const kOps[] = {"SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR", "PREMUL_SUM"};
+    if (f[5] >= 0) s.append(", ReduceOp ").append(f[5] < 9 ? kOps[f[5]] : std::to_string(f[5]).c_str());
     return s;
   };
   std::string diff;
