@@ -6,7 +6,9 @@
 Not under torchrun: its agent ends every rank when one dies, and one rank here
 dies on purpose. Each failure gets a dccl group of its own, so one broken
 communicator does not hide the next check:
-  - mismatched shapes: every rank raises within its group's timeout;
+  - mismatched shapes: every rank raises within its group's timeout; with
+    the ranks' comparison off (TORCH_DCCL_CHECK=0), DirectCCL's own length
+    checks fail mismatched all_gather_into_tensor and all_to_all_single;
   - a missing peer: the ranks that called raise within the timeout;
   - Work.wait(timeout) raises after its own timeout, not the group's, and a
     later wait() still gets the result once the late rank has joined;
@@ -20,33 +22,12 @@ exited 0 with all its checks passed, within its overall bound.
 import datetime
 import os
 import signal
-import socket
-import subprocess
 import sys
 import time
 
+import spawn
+
 SLACK_S = 3.0  # on top of a timeout: process scheduling on a loaded 2-core machine
-
-
-def launch(n):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    procs = [subprocess.Popen([sys.executable, __file__, "--rank", str(r), str(n), str(port)]) for r in range(n)]
-    deadline = time.monotonic() + 150
-    codes = []
-    for p in procs:
-        try:
-            codes.append(p.wait(timeout=max(1.0, deadline - time.monotonic())))
-        except subprocess.TimeoutExpired:
-            codes.append("hung")
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    want = [0] * (n - 1) + [-signal.SIGKILL]
-    print(f"faults_check: exit codes {codes}, expected {want}", flush=True)
-    return 0 if codes == want else 1
 
 
 def timed_error(c, name, fn, bound_s, text):
@@ -77,18 +58,13 @@ def run_rank(rank, n, port):
     c = Checker(rank)
     last = n - 1
 
-    # Mismatched shapes: DirectCCL's messages carry their length, so a receive
-    # never matches a send of another length; the receivers fail. (The one-host
-    # shared-memory all_reduce up to 64 KiB does not compare lengths:
-    # docs/pytorch.md.)
+    # Mismatched shapes: the ranks' comparison before each collective fails the
+    # call on every rank (more cases in bad_input_check.py).
     g = dist.new_group(backend="dccl", timeout=sec(2))
     t = torch.ones(1000 + 7 * rank)
-    if rank == 0:  # the root's sends may complete unmatched (eager): only receivers must fail
-        dist.broadcast(t, src=0, group=g)
-    else:
-        timed_error(c, "mismatched broadcast", lambda: dist.broadcast(t, src=0, group=g), 2 + SLACK_S,
-                    "broadcast")
+    timed_error(c, "mismatched broadcast", lambda: dist.broadcast(t, src=0, group=g), 2 + SLACK_S, "do not match")
     dist.barrier()  # every rank is done with the failed group before the next group's init
+    os.environ["TORCH_DCCL_CHECK"] = "0"  # read when a group is made
     g = dist.new_group(backend="dccl", timeout=sec(2))
     k = 1000 + 7 * rank
     timed_error(c, "mismatched all_gather_into_tensor", lambda: dist.all_gather_into_tensor(
@@ -100,6 +76,7 @@ def run_rank(rank, n, port):
         torch.empty(2 * n, 3), torch.ones(sum(sends), 3), input_split_sizes=sends,
         output_split_sizes=[2] * n, group=g), 2 + SLACK_S, "all_to_all_single")
     dist.barrier()
+    os.environ["TORCH_DCCL_CHECK"] = "1"
 
     # A missing peer: the last rank does not call; the others time out.
     g = dist.new_group(backend="dccl", timeout=sec(2))
@@ -157,13 +134,5 @@ def run_rank(rank, n, port):
     return c.finish()
 
 
-def main():
-    if len(sys.argv) == 5 and sys.argv[1] == "--rank":
-        sys.exit(run_rank(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])))
-    if len(sys.argv) != 2 or int(sys.argv[1]) < 2:
-        sys.exit(__doc__)
-    sys.exit(launch(int(sys.argv[1])))
-
-
 if __name__ == "__main__":
-    main()
+    spawn.main(__file__, __doc__, run_rank, lambda n: [0] * (n - 1) + [-signal.SIGKILL])
