@@ -70,7 +70,9 @@ def report(results, backends, worlds):
             c = collections.Counter(r["outcome"] for r in results[(b, w)])
             row += [str(c["pass"]), str(c["fail"]), str(c["skip"])]
         lines.append("| " + " | ".join(row) + " |")
-    regressions = []
+    # A run that broke (the driver died, or nothing passed) fails the check whatever the backend.
+    regressions = [(b, w, "(the whole run)") for (b, w), rs in results.items()
+                   if not any(r["outcome"] == "pass" for r in rs) or any(r["test"] == "(driver)" for r in rs)]
     for w in worlds:
         by = {b: {r["test"]: r for r in results[(b, w)]} for b in backends}
         for b in backends:
