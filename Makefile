@@ -6,7 +6,7 @@ ifeq ($(DCCL_WERROR),1)
 CMAKE_FLAGS += -DDCCL_WERROR=ON
 endif
 
-.PHONY: all deps build run test test-torch test-gpu-dryrun test-asan test-tsan print-san-ci clean
+.PHONY: all deps deps-torch build run test test-torch test-gpu-dryrun test-asan test-tsan print-san-ci clean
 
 # Sanitizer builds (CUDA off: its static runtime does not mix with the sanitizers).
 SAN_FLAGS = -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDCCL_CUDA=OFF -DDCCL_FUZZ=OFF $(CMAKE_FLAGS)
@@ -23,6 +23,10 @@ all: build
 deps:
 	@scripts/install-deps
 
+# PyTorch for torch_dccl and its tests, in .venv (git-ignored); `make run` does not need it.
+deps-torch:
+	@scripts/install-deps --torch
+
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
 
@@ -37,7 +41,10 @@ run: build
 
 # The GPU check's rehearsal builds a CUDA tree of its own (minutes on 2 cores):
 # `make test-gpu-dryrun` runs it; CI runs it after the rest when time is left.
-test: build
+# The configure runs again so that a .venv made after the build dir is taken up (torch_dccl).
+test: deps-torch build
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
+	cmake --build $(BUILD) -j $(JOBS)
 	cd $(BUILD) && ctest --output-on-failure --timeout 600 -j 1 -LE gpu-dryrun
 
 # PyTorch's own distributed test suite (shipped inside torch) over dccl and gloo

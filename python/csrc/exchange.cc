@@ -1,212 +1,124 @@
-// ProcessGroupDCCL's operations between lists of tensors or blocks of one:
-// all_gather, reduce_scatter and all_to_all, in their list and single-tensor forms.
+// ProcessGroupDCCL's uses of the c10d store: the rendezvous of the DirectCCL id,
+// the announcements that let recvAnysource learn who sent, and monitoredBarrier.
+// Every wait on the store is bounded by the group's timeout.
+#include "process_group.hpp"
+
+#include <cstring>
 #include <stdexcept>
 
-#include "backend.hpp"
+#include "errors.hpp"
 
 namespace torch_dccl {
 
 namespace {
 
-[[noreturn]] void fail(int rank, int size, const std::string& op, const std::string& cause) {
-  throw std::runtime_error(describe(rank, size, op, cause));
-}
+// The key rank 0 publishes the dcclUniqueId under, in the group's own store
+// (PyTorch hands each group a PrefixStore of its own).
+constexpr const char* kIdKey = "torch_dccl/unique_id";
 
-// Bytes of each of `size` blocks along dimension 0: the split sizes (rows) when
-// given, else equal blocks.
-std::vector<size_t> block_bytes(const at::Tensor& t, const std::vector<int64_t>& splits, int rank, int size,
-                                const std::string& op, const std::string& what) {
-  if (t.dim() == 0) fail(rank, size, op, what + " is a scalar; all_to_all_single splits dimension 0");
-  const int64_t rows = t.size(0);
-  const size_t row_bytes = rows ? t.nbytes() / static_cast<size_t>(rows) : 0;
-  std::vector<size_t> bytes(static_cast<size_t>(size));
-  if (splits.empty()) {
-    if (rows % size != 0)
-      fail(rank, size, op, what + " has " + std::to_string(rows) + " rows, not a multiple of the group size " +
-                               std::to_string(size) + " (give split sizes for uneven blocks)");
-    for (auto& b : bytes) b = static_cast<size_t>(rows / size) * row_bytes;
-    return bytes;
-  }
-  if (splits.size() != static_cast<size_t>(size))
-    fail(rank, size, op, what + " split sizes name " + std::to_string(splits.size()) + " blocks for a group of " +
-                             std::to_string(size));
-  int64_t total = 0;
-  for (size_t i = 0; i < splits.size(); ++i) {
-    if (splits[i] < 0) fail(rank, size, op, what + " split size " + std::to_string(i) + " is negative");
-    total += splits[i];
-    bytes[i] = static_cast<size_t>(splits[i]) * row_bytes;
-  }
-  if (total != rows)
-    fail(rank, size, op, what + " split sizes add up to " + std::to_string(total) + " rows, the tensor has " +
-                             std::to_string(rows));
-  return bytes;
-}
+std::string any_key(int dst) { return "torch_dccl/any/" + std::to_string(dst); }
+std::string any_key(int dst, int64_t k) { return any_key(dst) + "/" + std::to_string(k); }
 
 }  // namespace
 
-void ProcessGroupDCCL::exchange(const std::string& op, const std::vector<Transfer>& sends,
-                                const std::vector<Transfer>& recvs) const {
-  dcclResult_t first = dcclSuccess;
-  std::string text;
-  auto note = [&](dcclResult_t r) {
-    if (r != dcclSuccess && first == dcclSuccess) {
-      first = r;
-      text = dccl_text(r, comm_);  // now: the next call on this thread replaces it
-    }
-  };
-  check(dcclGroupStart(), op);
-  for (const auto& s : sends)
-    if (s.bytes) note(dcclSend(s.data, s.bytes, dcclUint8, s.peer, comm_, nullptr));
-  for (const auto& r : recvs)
-    if (r.bytes) note(dcclRecv(r.data, r.bytes, dcclUint8, r.peer, comm_, nullptr));
-  note(dcclGroupEnd());  // closes the group even after a refused call
-  if (first != dcclSuccess) throw std::runtime_error(describe(rank_, size_, op, text));
-}
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupDCCL::allgather(std::vector<std::vector<at::Tensor>>& outputs,
-                                                           std::vector<at::Tensor>& inputs,
-                                                           const c10d::AllgatherOptions& opts) {
-  const std::string op = "all_gather";
-  const at::Tensor& in = single(inputs, rank_, size_, op);
-  if (outputs.size() != 1) fail(rank_, size_, op, "expects one output list, got " + std::to_string(outputs.size()));
-  std::vector<at::Tensor> outs = outputs[0];
-  if (outs.size() != static_cast<size_t>(size_))
-    fail(rank_, size_, op, "the output list has " + std::to_string(outs.size()) + " tensors for a group of " +
-                               std::to_string(size_));
-  for (size_t i = 0; i < outs.size(); ++i) check_same(in, outs[i], true, rank_, size_, op, "output " + std::to_string(i));
-  return enqueue(c10d::OpType::ALLGATHER, op, outs, bound(opts.timeout), [this, op, in, outs] {
-    Dense src(in);
-    const int64_t n = in.numel();
-    at::Tensor flat = at::empty({n * size_}, in.options().memory_format(at::MemoryFormat::Contiguous));
-    check(dcclAllGather(src.data(), flat.data_ptr(), src.bytes(), dcclUint8, comm_, nullptr), op);
-    for (int i = 0; i < size_; ++i) {
-      const auto& o = outs[static_cast<size_t>(i)];
-      o.copy_(flat.narrow(0, i * n, n).view(o.sizes()));
-    }
-  });
-}
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupDCCL::_allgather_base(at::Tensor& output, at::Tensor& input,
-                                                                 const c10d::AllgatherOptions& opts) {
-  const std::string op = "all_gather_into_tensor";
-  check_tensor(input, rank_, size_, op);
-  check_same(input, output, false, rank_, size_, op, "the output");
-  if (output.numel() != input.numel() * size_)
-    fail(rank_, size_, op, "the output has " + std::to_string(output.numel()) + " elements, expected group size x input = " +
-                               std::to_string(input.numel() * size_));
-  return enqueue(c10d::OpType::_ALLGATHER_BASE, op, {output}, bound(opts.timeout), [this, op, input, output] {
-    Dense src(input), dst(output);
-    check(dcclAllGather(src.data(), dst.data(), src.bytes(), dcclUint8, comm_, nullptr), op);
-    dst.finish();
-  });
-}
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupDCCL::reduce_scatter(std::vector<at::Tensor>& outputs,
-                                                                std::vector<std::vector<at::Tensor>>& inputs,
-                                                                const c10d::ReduceScatterOptions& opts) {
-  const std::string op = "reduce_scatter";
-  const at::Tensor& out = single(outputs, rank_, size_, op);
-  if (inputs.size() != 1) fail(rank_, size_, op, "expects one input list, got " + std::to_string(inputs.size()));
-  std::vector<at::Tensor> ins = inputs[0];
-  if (ins.size() != static_cast<size_t>(size_))
-    fail(rank_, size_, op, "the input list has " + std::to_string(ins.size()) + " tensors for a group of " +
-                               std::to_string(size_));
-  for (size_t i = 0; i < ins.size(); ++i) check_same(out, ins[i], true, rank_, size_, op, "input " + std::to_string(i));
-  const dcclDataType_t dt = reduce_type(out, rank_, size_, op);
-  const Reduction red = reduction(opts.reduceOp, out, rank_, size_, op);
-  return enqueue(c10d::OpType::REDUCE_SCATTER, op, {out}, bound(opts.timeout), [this, op, out, ins, dt, red] {
-    const int64_t n = out.numel();
-    at::Tensor flat = at::empty({n * size_}, out.options().memory_format(at::MemoryFormat::Contiguous));
-    for (int i = 0; i < size_; ++i) flat.narrow(0, i * n, n).copy_(ins[static_cast<size_t>(i)].reshape({n}));
-    Dense dst(out);
-    reduce_with(red, dt, op, [&](dcclRedOp_t r) {
-      return dcclReduceScatter(flat.data_ptr(), dst.data(), dst.numel(), dt, r, comm_, nullptr);
-    });
-    dst.finish();
-  });
-}
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupDCCL::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
-                                                                      const c10d::ReduceScatterOptions& opts) {
-  const std::string op = "reduce_scatter_tensor";
-  check_tensor(output, rank_, size_, op);
-  check_same(output, input, false, rank_, size_, op, "the input");
-  if (input.numel() != output.numel() * size_)
-    fail(rank_, size_, op, "the input has " + std::to_string(input.numel()) + " elements, expected group size x output = " +
-                               std::to_string(output.numel() * size_));
-  const dcclDataType_t dt = reduce_type(output, rank_, size_, op);
-  const Reduction red = reduction(opts.reduceOp, output, rank_, size_, op);
-  return enqueue(c10d::OpType::_REDUCE_SCATTER_BASE, op, {output}, bound(opts.timeout),
-                 [this, op, input, output, dt, red] {
-                   Dense src(input), dst(output);
-                   reduce_with(red, dt, op, [&](dcclRedOp_t r) {
-                     return dcclReduceScatter(src.data(), dst.data(), dst.numel(), dt, r, comm_, nullptr);
-                   });
-                   dst.finish();
-                 });
-}
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupDCCL::alltoall_base(at::Tensor& output, at::Tensor& input,
-                                                               std::vector<int64_t>& outputSplits,
-                                                               std::vector<int64_t>& inputSplits,
-                                                               const c10d::AllToAllOptions& opts) {
-  const std::string op = "all_to_all_single";
-  check_tensor(input, rank_, size_, op);
-  check_same(input, output, false, rank_, size_, op, "the output");
-  const auto send = block_bytes(input, inputSplits, rank_, size_, op, "the input");
-  const auto recv = block_bytes(output, outputSplits, rank_, size_, op, "the output");
-  const bool even = inputSplits.empty() && outputSplits.empty() && input.nbytes() == output.nbytes();
-  return enqueue(c10d::OpType::ALLTOALL_BASE, op, {output}, bound(opts.timeout),
-                 [this, op, input, output, send, recv, even] {
-                   Dense src(input), dst(output);
-                   if (even) {
-                     // DirectCCL's all-to-all: equal blocks only.
-                     check(dcclAlltoAll(src.data(), dst.data(), src.bytes() / static_cast<size_t>(size_), dcclUint8,
-                                        comm_, nullptr),
-                           op);
-                   } else {
-                     std::vector<Transfer> sends, recvs;
-                     size_t so = 0, ro = 0;
-                     for (int p = 0; p < size_; ++p) {
-                       const size_t i = static_cast<size_t>(p);
-                       sends.push_back({p, static_cast<char*>(src.data()) + so, send[i]});
-                       recvs.push_back({p, static_cast<char*>(dst.data()) + ro, recv[i]});
-                       so += send[i];
-                       ro += recv[i];
-                     }
-                     exchange(op, sends, recvs);
-                   }
-                   dst.finish();
-                 });
-}
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupDCCL::alltoall(std::vector<at::Tensor>& outputs,
-                                                          std::vector<at::Tensor>& inputs,
-                                                          const c10d::AllToAllOptions& opts) {
-  const std::string op = "all_to_all";
-  if (inputs.size() != static_cast<size_t>(size_) || outputs.size() != static_cast<size_t>(size_))
-    fail(rank_, size_, op, "expects one input and one output tensor per rank of the group (" + std::to_string(size_) +
-                               "), got " + std::to_string(inputs.size()) + " and " + std::to_string(outputs.size()));
-  check_tensor(inputs[0], rank_, size_, op);
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    check_same(inputs[0], inputs[i], false, rank_, size_, op, "input " + std::to_string(i));
-    check_same(inputs[0], outputs[i], false, rank_, size_, op, "output " + std::to_string(i));
+void ProcessGroupDCCL::rendezvous(const c10::intrusive_ptr<c10d::Store>& store, dcclUniqueId* id) {
+  std::memset(id, 0, sizeof *id);
+  if (rank_ == 0) {
+    const dcclResult_t r = dcclGetUniqueId(id);
+    if (r != dcclSuccess) fail(rank_, size_, "init: dcclGetUniqueId", dccl_text(r, nullptr));
+    store->set(kIdKey, std::vector<uint8_t>(id->internal, id->internal + sizeof id->internal));
+    return;
   }
-  return enqueue(c10d::OpType::ALLTOALL, op, outputs, bound(opts.timeout), [this, op, inputs, outputs] {
-    std::vector<Dense> src, dst;
-    std::vector<Transfer> sends, recvs;
-    for (int p = 0; p < size_; ++p) {
-      src.emplace_back(inputs[static_cast<size_t>(p)]);
-      dst.emplace_back(outputs[static_cast<size_t>(p)]);
+  std::vector<uint8_t> v;
+  try {
+    store->wait({kIdKey}, timeout_);
+    v = store->get(kIdKey);
+  } catch (const std::exception& e) {
+    fail(rank_, size_, "init", std::string("rank 0's DirectCCL id did not arrive through the store: ") + e.what());
+  }
+  if (v.size() != sizeof id->internal)
+    fail(rank_, size_, "init", "the store's DirectCCL id has " + std::to_string(v.size()) + " bytes, expected " +
+                                   std::to_string(sizeof id->internal));
+  std::memcpy(id->internal, v.data(), v.size());
+}
+
+// Sends to dst are numbered in one sequence per destination (the store's
+// counter); announcement k names the sender of dst's k-th message. Messages
+// from one sender arrive in the order sent, so dst's next message from any
+// source is the first announcement not already taken by a receive.
+void ProcessGroupDCCL::announce_send(int dst) {
+  if (!any_source_) return;
+  const int64_t k = store_->add(any_key(dst), 1);
+  const std::string me = std::to_string(rank_);
+  store_->set(any_key(dst, k), std::vector<uint8_t>(me.begin(), me.end()));
+}
+
+void ProcessGroupDCCL::note_received(int src) { ++taken_[static_cast<size_t>(src)]; }
+
+int ProcessGroupDCCL::take_any_source(const std::string& op, std::chrono::milliseconds timeout) {
+  if (!any_source_)
+    fail(rank_, size_, op, "receiving from any source needs TORCH_DCCL_ANY_SOURCE=1 on every rank (the default)");
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    const int64_t k = announcements_seen_ + 1;
+    const std::string key = any_key(rank_, k);
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) fail(rank_, size_, op, "no rank sent to this one within " + std::to_string(timeout.count()) + " ms");
+    try {
+      store_->wait({key}, left);
+    } catch (const std::exception&) {
+      fail(rank_, size_, op, "no rank sent to this one within " + std::to_string(timeout.count()) + " ms");
     }
-    for (int p = 0; p < size_; ++p) {
-      const size_t i = static_cast<size_t>(p);
-      sends.push_back({p, src[i].data(), src[i].bytes()});
-      recvs.push_back({p, dst[i].data(), dst[i].bytes()});
+    const auto v = store_->get(key);
+    store_->deleteKey(key);
+    announcements_seen_ = k;
+    const int src = std::stoi(std::string(v.begin(), v.end()));
+    if (src < 0 || src >= size_) fail(rank_, size_, op, "the store names sender " + std::to_string(src));
+    // Announcements of messages a receive from that rank already took are passed over.
+    if (++seen_[static_cast<size_t>(src)] > taken_[static_cast<size_t>(src)]) return src;
+  }
+}
+
+void ProcessGroupDCCL::monitoredBarrier(const c10d::BarrierOptions& opts, bool waitAllRanks) {
+  const std::string op = "monitored_barrier";
+  usable(op);
+  const auto timeout = bound(opts.timeout);
+  const std::string base = "torch_dccl/monitored/" + std::to_string(++monitored_) + "/";
+  // Every rank checks in; rank 0 waits for each, names the missing ones, and
+  // lets the others go (or tells them who failed).
+  store_->set(base + std::to_string(rank_), std::vector<uint8_t>{1});
+  if (rank_ != 0) {
+    try {
+      store_->wait({base + "done"}, timeout);
+    } catch (const std::exception&) {
+      fail(rank_, size_, op, "rank 0 did not release the barrier within " + std::to_string(timeout.count()) + " ms");
     }
-    exchange(op, sends, recvs);
-    for (auto& d : dst) d.finish();
-  });
+    const auto v = store_->get(base + "done");
+    if (!v.empty() && v[0] != 'o') fail(rank_, size_, op, std::string(v.begin(), v.end()));
+    return;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::vector<int> missing;
+  for (int r = 1; r < size_; ++r) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() < 1) left = std::chrono::milliseconds(1);
+    try {
+      store_->wait({base + std::to_string(r)}, left);
+    } catch (const std::exception&) {
+      missing.push_back(r);
+      if (!waitAllRanks) break;
+    }
+  }
+  if (missing.empty()) {
+    store_->set(base + "done", std::vector<uint8_t>{'o', 'k'});
+    return;
+  }
+  std::string list;
+  for (int r : missing) list.append(list.empty() ? "" : ", ").append(std::to_string(r));
+  const std::string why = "rank" + std::string(missing.size() > 1 ? "s " : " ") + list +
+                          " did not reach the barrier within " + std::to_string(timeout.count()) + " ms";
+  store_->set(base + "done", std::vector<uint8_t>(why.begin(), why.end()));
+  fail(rank_, size_, op, why);
 }
 
 }  // namespace torch_dccl

@@ -1,21 +1,21 @@
-// ProcessGroupDCCL: rendezvous through the c10d store, the queue, and the
-// operations on one tensor (allreduce, broadcast, reduce, send, recv, barrier).
-// The operations between lists of tensors are in exchange.cc.
+// ProcessGroupDCCL: the communicator's life (init, split, abort, shutdown), the
+// queue, the ranks' agreement check and the helpers every operation uses. The
+// operations are in collectives.cc, blocks.cc, alltoall.cc and p2p.cc.
 #include <Python.h>  // first, as Python asks
 
+#include "process_group.hpp"
+
+#include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
-#include "backend.hpp"
+#include "errors.hpp"
 
 namespace torch_dccl {
 
 namespace {
-
-// The key rank 0 publishes the dcclUniqueId under, in the group's own store
-// (PyTorch hands each group a PrefixStore of its own).
-constexpr const char* kIdKey = "torch_dccl/unique_id";
 
 // The communicator's bound on every blocking wait: the group's timeout, in
 // milliseconds, within what dcclConfig_t.timeoutMs holds.
@@ -24,57 +24,62 @@ int timeout_ms(std::chrono::milliseconds timeout) {
   return ms > INT_MAX ? INT_MAX : static_cast<int>(ms);
 }
 
-}  // namespace
-
-std::string dccl_text(dcclResult_t r, dcclComm_t comm) {
-  const char* last = dcclGetLastError(comm);
-  std::string s = (last && *last) ? std::string(last) : std::string("(no error text)");
-  s.append(" [").append(dcclGetErrorString(r)).append("]");
-  return s;
+bool env_flag(const char* name, bool dflt) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return dflt;
+  return !(std::strcmp(v, "0") == 0 || std::strcmp(v, "false") == 0 || std::strcmp(v, "off") == 0);
 }
 
+}  // namespace
+
 ProcessGroupDCCL::ProcessGroupDCCL(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                                   std::chrono::milliseconds timeout)
-    : c10d::ProcessGroup(rank, size), timeout_(timeout) {
+                                   std::chrono::milliseconds timeout, dcclComm_t comm)
+    : c10d::Backend(rank, size),
+      store_(store),
+      comm_(comm),
+      timeout_(timeout),
+      check_calls_(env_flag("TORCH_DCCL_CHECK", true)),
+      any_source_(env_flag("TORCH_DCCL_ANY_SOURCE", true)),
+      taken_(static_cast<size_t>(size), 0),
+      seen_(static_cast<size_t>(size), 0) {
   if (timeout_.count() <= 0)
-    throw std::runtime_error(describe(rank, size, "init", "timeout must be positive, got " +
-                                                              std::to_string(timeout_.count()) + " ms"));
-  dcclUniqueId id;
-  std::memset(&id, 0, sizeof id);
-  if (rank == 0) {
-    const dcclResult_t r = dcclGetUniqueId(&id);
-    if (r != dcclSuccess) throw std::runtime_error(describe(rank, size, "init: dcclGetUniqueId", dccl_text(r, nullptr)));
-    store->set(kIdKey, std::vector<uint8_t>(id.internal, id.internal + sizeof id.internal));
-  } else {
-    std::vector<uint8_t> v;
-    try {
-      v = store->get(kIdKey);  // bounded by the store's timeout (init_process_group sets it to `timeout`)
-    } catch (const std::exception& e) {
-      throw std::runtime_error(describe(rank, size, "init", std::string("rank 0's DirectCCL id did not arrive through the store: ") + e.what()));
-    }
-    if (v.size() != sizeof id.internal)
-      throw std::runtime_error(describe(rank, size, "init", "the store's DirectCCL id has " + std::to_string(v.size()) +
-                                                                " bytes, expected " + std::to_string(sizeof id.internal)));
-    std::memcpy(id.internal, v.data(), v.size());
+    fail(rank, size, "init", "timeout must be positive, got " + std::to_string(timeout_.count()) + " ms");
+  if (!comm_) {
+    dcclUniqueId id;
+    rendezvous(store, &id);
+    dcclConfig_t config = DCCL_CONFIG_INITIALIZER;
+    config.timeoutMs = timeout_ms(timeout_);
+    const dcclResult_t r = dcclCommInitRankConfig(&comm_, size, id, rank, &config);
+    if (r != dcclSuccess) fail(rank, size, "init: dcclCommInitRankConfig", dccl_text(r, nullptr));
   }
-  dcclConfig_t config = DCCL_CONFIG_INITIALIZER;
-  config.timeoutMs = timeout_ms(timeout_);
-  const dcclResult_t r = dcclCommInitRankConfig(&comm_, size, id, rank, &config);
-  if (r != dcclSuccess)
-    throw std::runtime_error(describe(rank, size, "init: dcclCommInitRankConfig", dccl_text(r, nullptr)));
   worker_ = std::make_unique<Worker>();
   init();
 }
 
+ProcessGroupDCCL::ProcessGroupDCCL(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                   std::chrono::milliseconds timeout)
+    : ProcessGroupDCCL(store, rank, size, timeout, nullptr) {}
+
 ProcessGroupDCCL::~ProcessGroupDCCL() {
-  // The last reference usually goes from Python, with the GIL held; a Python
-  // callback on one of this group's futures (fut.then) runs on the worker and
-  // takes the GIL, so joining the worker with the GIL held could deadlock.
+  // The last reference usually goes from Python; a Python callback on one of
+  // this group's futures (fut.then) runs on the worker and takes the GIL, so
+  // joining the worker with the GIL held could deadlock.
   PyThreadState* released = nullptr;
   if (Py_IsInitialized() && PyGILState_Check()) released = PyEval_SaveThread();
   worker_.reset();  // runs what is queued, then joins: nothing uses comm_ after this
-  if (comm_) dcclCommDestroy(comm_);
+  for (auto& [dev, order] : orders_) order->release_all();
+  orders_.clear();
+  if (comm_ && !aborted_) dcclCommDestroy(comm_);
   if (released) PyEval_RestoreThread(released);
+}
+
+c10::intrusive_ptr<c10d::Backend::Options> ProcessGroupDCCL::getBackendOptions() {
+  return c10::make_intrusive<Options>("dccl", timeout_);
+}
+
+void ProcessGroupDCCL::setTimeout(std::chrono::milliseconds timeout) {
+  if (timeout.count() <= 0) fail(rank_, size_, "set_timeout", "timeout must be positive");
+  timeout_ = timeout;  // Work waits; DirectCCL's own bound stays the one set at init
 }
 
 std::chrono::milliseconds ProcessGroupDCCL::bound(std::chrono::milliseconds opt) const {
@@ -82,7 +87,17 @@ std::chrono::milliseconds ProcessGroupDCCL::bound(std::chrono::milliseconds opt)
 }
 
 void ProcessGroupDCCL::check(dcclResult_t r, const std::string& op) const {
-  if (r != dcclSuccess) throw std::runtime_error(describe(rank_, size_, op, dccl_text(r, comm_)));
+  if (r != dcclSuccess) fail(rank_, size_, op, dccl_text(r, comm_));
+}
+
+void ProcessGroupDCCL::check_peer(int64_t peer, const std::string& op) const {
+  if (peer < 0 || peer >= size_)
+    fail(rank_, size_, op, "peer rank " + std::to_string(peer) + " is outside [0, " + std::to_string(size_) + ")");
+}
+
+void ProcessGroupDCCL::usable(const std::string& op) const {
+  if (aborted_) fail(rank_, size_, op, "the group was aborted");
+  if (shut_) fail(rank_, size_, op, "the group was shut down");
 }
 
 void ProcessGroupDCCL::reduce_with(const Reduction& r, dcclDataType_t dt, const std::string& op,
@@ -98,92 +113,134 @@ void ProcessGroupDCCL::reduce_with(const Reduction& r, dcclDataType_t dt, const 
   const dcclResult_t res = call(premul);
   const std::string text = res == dcclSuccess ? std::string() : dccl_text(res, comm_);  // before the next call replaces it
   dcclRedOpDestroy(premul, comm_);
-  if (res != dcclSuccess) throw std::runtime_error(describe(rank_, size_, op, text));
+  if (res != dcclSuccess) fail(rank_, size_, op, text);
 }
 
-void ProcessGroupDCCL::check_peer(int peer, const std::string& op) const {
-  if (peer < 0 || peer >= size_)
-    throw std::runtime_error(describe(rank_, size_, op, "peer rank " + std::to_string(peer) + " is outside [0, " +
-                                                            std::to_string(size_) + ")"));
+void ProcessGroupDCCL::agree(const std::string& op, uint64_t seq, const Call& c) const {
+  constexpr int kFields = 6;
+  const int64_t mine[kFields] = {static_cast<int64_t>(seq), static_cast<int64_t>(c.type), static_cast<int64_t>(c.dtype),
+                                 c.count, c.root, c.redop};
+  std::vector<int64_t> all(static_cast<size_t>(kFields * size_));
+  check(dcclAllGather(mine, all.data(), sizeof mine, dcclUint8, comm_, nullptr),
+        op + " (comparing the ranks' calls before it)");
+  auto text = [](const int64_t* f) {
+    std::string s = c10d::opTypeToString(static_cast<c10d::OpType>(f[1]));
+    s.append(" #").append(std::to_string(f[0])).append(" of ").append(std::to_string(f[3])).append(" ");
+    s.append(dtype_name(static_cast<at::ScalarType>(f[2]))).append(" elements");
+    if (f[4] >= 0) s.append(", root ").append(std::to_string(f[4]));
+    static const char* const kOps[] = {"SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR", "PREMUL_SUM"};
+    if (f[5] >= 0) s.append(", ReduceOp ").append(f[5] < 9 ? kOps[f[5]] : std::to_string(f[5]).c_str());
+    return s;
+  };
+  std::string diff;
+  int differing = 0;
+  for (int r = 0; r < size_; ++r) {
+    const int64_t* f = &all[static_cast<size_t>(r * kFields)];
+    if (std::memcmp(f, mine, sizeof mine) == 0) continue;
+    if (++differing <= 3) diff.append(diff.empty() ? "" : "; ").append("rank ").append(std::to_string(r)).append(" called ").append(text(f));
+  }
+  if (differing == 0) return;
+  if (differing > 3) diff.append("; and " + std::to_string(differing - 3) + " more ranks");
+  fail(rank_, size_, op, "the ranks' calls do not match (mismatched shapes or dtypes, or a rank skipped or added a "
+                         "call): this rank called " + text(mine) + "; " + diff);
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupDCCL::enqueue(c10d::OpType type, const std::string& op,
-                                                         std::vector<at::Tensor> outputs,
-                                                         std::chrono::milliseconds timeout,
-                                                         std::function<void()> body) {
-  auto work = c10::make_intrusive<WorkDCCL>(rank_, size_, type, op, std::move(outputs), timeout);
-  worker_->post(work, std::move(body));
+CudaOrder& ProcessGroupDCCL::order_for(int device) {
+  auto it = orders_.find(device);
+  if (it == orders_.end()) it = orders_.emplace(device, std::make_unique<CudaOrder>(make_cuda_ops(device))).first;
+  return *it->second;
+}
+
+c10::intrusive_ptr<WorkDCCL> ProcessGroupDCCL::enqueue(c10d::OpType type, const std::string& op,
+                                                       std::vector<at::Tensor> outputs,
+                                                       std::chrono::milliseconds timeout, const Place& place,
+                                                       std::optional<Call> call, std::function<void()> body) {
+  std::lock_guard<std::mutex> lk(enqueue_mu_);
+  usable(op);
+  const uint64_t seq = call ? ++coll_seq_ : coll_seq_;
+  auto work = c10::make_intrusive<WorkDCCL>(rank_, size_, type, op, std::move(outputs), timeout, seq_base_ + seq);
+  std::function<void()> job = [this, op, seq, call, body = std::move(body)] {
+    if (aborted_) fail(rank_, size_, op, "the group was aborted before this operation ran");
+    try {
+      if (call && check_calls_) agree(op, seq, *call);
+      body();
+    } catch (...) {
+      failed_ = true;
+      throw;
+    }
+  };
+  if (place.cuda) {
+    CudaOrder& order = order_for(place.device);
+    auto ticket = order.before(current_cuda_stream(place.device));
+    const int dev = place.device;
+    work->set_stream_order(ticket, [dev](const Ticket& t) { CudaOrder::consumer_wait(t, current_cuda_stream(dev)); });
+    job = [this, op, &order, ticket, timeout, inner = std::move(job)] {
+      if (!order.run(*ticket, std::chrono::steady_clock::now() + timeout, inner))
+        fail(rank_, size_, op, "the work queued on the CUDA stream before this operation did not finish within " +
+                                   std::to_string(timeout.count()) + " ms");
+    };
+  }
+  worker_->post(work, std::move(job));
   return work;
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupDCCL::allreduce(std::vector<at::Tensor>& tensors,
-                                                           const c10d::AllreduceOptions& opts) {
-  const std::string op = "all_reduce";
-  const at::Tensor& t = single(tensors, rank_, size_, op);
-  const dcclDataType_t dt = reduce_type(t, rank_, size_, op);
-  const Reduction red = reduction(opts.reduceOp, t, rank_, size_, op);
-  return enqueue(c10d::OpType::ALLREDUCE, op, {t}, bound(opts.timeout), [this, op, t, dt, red] {
-    Dense d(t);
-    reduce_with(red, dt, op, [&](dcclRedOp_t r) { return dcclAllReduce(d.data(), d.data(), d.numel(), dt, r, comm_, nullptr); });
-    d.finish();
+c10::intrusive_ptr<c10d::Backend> ProcessGroupDCCL::split(const c10::intrusive_ptr<c10d::Store>& store,
+                                                          const std::vector<int>& ranks,
+                                                          const c10::intrusive_ptr<Options>& opts) {
+  const std::string op = "split_group";
+  // Every rank of this group calls split with the ranks of its own new group;
+  // the color names that set (the same on each of its members), the key orders it.
+  std::vector<int> sorted(ranks);
+  std::sort(sorted.begin(), sorted.end());
+  uint32_t h = 2166136261u;
+  for (int r : sorted) h = (h ^ static_cast<uint32_t>(r)) * 16777619u;
+  const auto me = std::find(sorted.begin(), sorted.end(), rank_);
+  const int color = me == sorted.end() ? DCCL_SPLIT_NOCOLOR : static_cast<int>(h & 0x7fffffffu);
+  const auto timeout = opts ? opts->timeout : timeout_;
+  // On the worker, in order with this group's other calls; the result outlives
+  // a wait that gives up.
+  auto sub = std::make_shared<dcclComm_t>(nullptr);
+  const int ms = timeout_ms(timeout);
+  auto work = enqueue(c10d::OpType::UNKNOWN, op, {}, timeout_, Place{}, std::nullopt, [this, op, sub, color, ms] {
+    dcclConfig_t config = DCCL_CONFIG_INITIALIZER;
+    config.timeoutMs = ms;
+    check(dcclCommSplit(comm_, color, rank_, sub.get(), &config), op);
   });
+  work->wait(::kNoTimeout);
+  if (!*sub) return nullptr;
+  const int new_rank = static_cast<int>(me - sorted.begin());
+  auto pg = c10::make_intrusive<ProcessGroupDCCL>(store, new_rank, static_cast<int>(sorted.size()), timeout, *sub);
+  return pg;
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupDCCL::broadcast(std::vector<at::Tensor>& tensors,
-                                                           const c10d::BroadcastOptions& opts) {
-  const std::string op = "broadcast";
-  const at::Tensor& t = single(tensors, rank_, size_, op);
-  check_peer(static_cast<int>(opts.rootRank), op);
-  const int root = static_cast<int>(opts.rootRank);
-  // Any dtype: a broadcast moves bytes.
-  return enqueue(c10d::OpType::BROADCAST, op, {t}, bound(opts.timeout), [this, op, t, root] {
-    Dense d(t);
-    check(dcclBroadcast(d.data(), d.data(), d.bytes(), dcclUint8, root, comm_, nullptr), op);
-    d.finish();
-  });
+void ProcessGroupDCCL::setSequenceNumberForGroup() {}  // every rank starts at 0: agreed by construction
+
+uint64_t ProcessGroupDCCL::getSequenceNumberForGroup() {
+  std::lock_guard<std::mutex> lk(enqueue_mu_);
+  return seq_base_ + coll_seq_;
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupDCCL::reduce(std::vector<at::Tensor>& tensors,
-                                                        const c10d::ReduceOptions& opts) {
-  const std::string op = "reduce";
-  const at::Tensor& t = single(tensors, rank_, size_, op);
-  check_peer(static_cast<int>(opts.rootRank), op);
-  const int root = static_cast<int>(opts.rootRank);
-  const dcclDataType_t dt = reduce_type(t, rank_, size_, op);
-  const Reduction red = reduction(opts.reduceOp, t, rank_, size_, op);
-  return enqueue(c10d::OpType::REDUCE, op, {t}, bound(opts.timeout), [this, op, t, dt, red, root] {
-    Dense d(t);
-    reduce_with(red, dt, op, [&](dcclRedOp_t r) { return dcclReduce(d.data(), d.data(), d.numel(), dt, r, root, comm_, nullptr); });
-    d.finish();
-  });
+void ProcessGroupDCCL::abort() {
+  if (aborted_.exchange(true) || shut_) return;
+  // The running call ends at once with an error; the peers learn of it.
+  dcclCommAbort(comm_);
+  for (auto& [dev, order] : orders_) order->release_all();
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupDCCL::send(std::vector<at::Tensor>& tensors, int dstRank, int tag) {
-  const std::string op = "send";
-  const at::Tensor& t = single(tensors, rank_, size_, op);
-  check_peer(dstRank, op);
-  // Tags are not matched: messages between two ranks arrive in the order sent.
-  return enqueue(c10d::OpType::SEND, op, {}, timeout_, [this, op, t, dstRank] {
-    Dense d(t);
-    check(dcclSend(d.data(), d.bytes(), dcclUint8, dstRank, comm_, nullptr), op);
-  });
+void ProcessGroupDCCL::shutdown() {
+  if (shut_.exchange(true) || aborted_) return;
+  PyThreadState* released = nullptr;
+  if (Py_IsInitialized() && PyGILState_Check()) released = PyEval_SaveThread();
+  worker_.reset();  // what is queued runs first (each bounded by the timeout)
+  worker_ = std::make_unique<Worker>();  // calls after shutdown fail in usable(), on the caller's thread
+  if (comm_) dcclCommDestroy(comm_);
+  comm_ = nullptr;
+  if (released) PyEval_RestoreThread(released);
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupDCCL::recv(std::vector<at::Tensor>& tensors, int srcRank, int tag) {
-  const std::string op = "recv";
-  const at::Tensor& t = single(tensors, rank_, size_, op);
-  check_peer(srcRank, op);
-  return enqueue(c10d::OpType::RECV, op, {t}, timeout_, [this, op, t, srcRank] {
-    Dense d(t);
-    check(dcclRecv(d.data(), d.bytes(), dcclUint8, srcRank, comm_, nullptr), op);
-    d.finish();
-  });
-}
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupDCCL::barrier(const c10d::BarrierOptions& opts) {
-  const std::string op = "barrier";
-  return enqueue(c10d::OpType::BARRIER, op, {}, bound(opts.timeout),
-                 [this, op] { check(dcclBarrier(comm_, nullptr), op); });
+c10d::ErrorType ProcessGroupDCCL::getError() {
+  if (aborted_) return c10d::ErrorType::COMM_ERROR;
+  return failed_ ? c10d::ErrorType::COMM_ERROR : c10d::ErrorType::SUCCESS;
 }
 
 }  // namespace torch_dccl

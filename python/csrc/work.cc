@@ -1,35 +1,36 @@
 // The execution side of the backend: the worker thread and the Work it completes.
+#include "work.hpp"
+
 #include <algorithm>
 #include <stdexcept>
 
-#include "backend.hpp"
+#include "errors.hpp"
 
 namespace torch_dccl {
 
-std::string describe(int rank, int size, const std::string& op, const std::string& cause) {
-  std::string s = "torch_dccl rank ";
-  s.append(std::to_string(rank)).append("/").append(std::to_string(size));
-  s.append(": ").append(op).append(": ").append(cause);
-  return s;
-}
-
 WorkDCCL::WorkDCCL(int rank, int size, c10d::OpType type, std::string op, std::vector<at::Tensor> outputs,
-                   std::chrono::milliseconds timeout)
+                   std::chrono::milliseconds timeout, uint64_t seq)
     : c10d::Work(rank, type),
       size_(size),
       op_(std::move(op)),
       outputs_(std::move(outputs)),
       timeout_(timeout),
+      seq_(seq),
       future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
 
 WorkDCCL::~WorkDCCL() = default;
 
-bool WorkDCCL::wait(std::chrono::milliseconds timeout) {
+void WorkDCCL::set_stream_order(std::shared_ptr<Ticket> ticket, std::function<void(const Ticket&)> consumer_wait) {
+  ticket_ = std::move(ticket);
+  consumer_wait_ = std::move(consumer_wait);
+}
+
+bool WorkDCCL::wait_host(std::chrono::milliseconds timeout) {
   // kNoTimeout (0) means the group's timeout, which also bounds the DirectCCL
   // call itself: a little grace lets that call's error, which names the cause
   // (the peer waited for, a count mismatch), arrive before this one. No wait
   // is unbounded; a timeout given to wait() is kept exactly.
-  const bool own = timeout == kNoTimeout;
+  const bool own = timeout == ::kNoTimeout;
   const auto limit = own ? timeout_ + std::min(timeout_ / 4, std::chrono::milliseconds(1000)) : timeout;
   std::unique_lock<std::mutex> lk(mutex_);
   if (!cv_.wait_for(lk, limit, [&] { return completed_; })) {
@@ -43,9 +44,28 @@ bool WorkDCCL::wait(std::chrono::milliseconds timeout) {
   return true;
 }
 
+bool WorkDCCL::wait(std::chrono::milliseconds timeout) {
+  if (!ticket_) return wait_host(timeout);
+  // CUDA: the current stream waits; the caller's thread does not.
+  consumer_wait_(*ticket_);
+  std::lock_guard<std::mutex> lk(mutex_);
+  if (exception_) std::rethrow_exception(exception_);
+  return true;
+}
+
+void WorkDCCL::synchronize() {
+  if (ticket_) consumer_wait_(*ticket_);
+}
+
 std::vector<at::Tensor> WorkDCCL::result() { return outputs_; }
 
 c10::intrusive_ptr<c10::ivalue::Future> WorkDCCL::getFuture() { return future_; }
+
+int WorkDCCL::sourceRank() const {
+  const int r = source_rank_.load();
+  if (r < 0) fail(rank_, size_, op_, "sourceRank() is known only for a completed receive from any source");
+  return r;
+}
 
 void WorkDCCL::complete(std::exception_ptr error) {
   finish(error);  // completed_, exception_, and wakes wait()
@@ -94,6 +114,7 @@ void Worker::loop() {
       error = std::current_exception();
     }
     job.work->complete(error);
+    job = Job{};  // the job's tensors go now, on this thread
   }
 }
 

@@ -6,7 +6,9 @@
 Not under torchrun: its agent ends every rank when one dies, and one rank here
 dies on purpose. Each failure gets a dccl group of its own, so one broken
 communicator does not hide the next check:
-  - mismatched shapes: every rank raises within its group's timeout;
+  - mismatched shapes: every rank raises within its group's timeout; with
+    the ranks' comparison off (TORCH_DCCL_CHECK=0), DirectCCL's own length
+    checks fail mismatched all_gather_into_tensor and all_to_all_single;
   - a missing peer: the ranks that called raise within the timeout;
   - Work.wait(timeout) raises after its own timeout, not the group's, and a
     later wait() still gets the result once the late rank has joined;
@@ -77,18 +79,13 @@ def run_rank(rank, n, port):
     c = Checker(rank)
     last = n - 1
 
-    # Mismatched shapes: DirectCCL's messages carry their length, so a receive
-    # never matches a send of another length; the receivers fail. (The one-host
-    # shared-memory all_reduce up to 64 KiB does not compare lengths:
-    # docs/pytorch.md.)
+    # Mismatched shapes: the ranks' comparison before each collective fails the
+    # call on every rank (more cases in bad_input_check.py).
     g = dist.new_group(backend="dccl", timeout=sec(2))
     t = torch.ones(1000 + 7 * rank)
-    if rank == 0:  # the root's sends may complete unmatched (eager): only receivers must fail
-        dist.broadcast(t, src=0, group=g)
-    else:
-        timed_error(c, "mismatched broadcast", lambda: dist.broadcast(t, src=0, group=g), 2 + SLACK_S,
-                    "broadcast")
+    timed_error(c, "mismatched broadcast", lambda: dist.broadcast(t, src=0, group=g), 2 + SLACK_S, "do not match")
     dist.barrier()  # every rank is done with the failed group before the next group's init
+    os.environ["TORCH_DCCL_CHECK"] = "0"  # read when a group is made
     g = dist.new_group(backend="dccl", timeout=sec(2))
     k = 1000 + 7 * rank
     timed_error(c, "mismatched all_gather_into_tensor", lambda: dist.all_gather_into_tensor(
@@ -100,6 +97,7 @@ def run_rank(rank, n, port):
         torch.empty(2 * n, 3), torch.ones(sum(sends), 3), input_split_sizes=sends,
         output_split_sizes=[2] * n, group=g), 2 + SLACK_S, "all_to_all_single")
     dist.barrier()
+    os.environ["TORCH_DCCL_CHECK"] = "1"
 
     # A missing peer: the last rank does not call; the others time out.
     g = dist.new_group(backend="dccl", timeout=sec(2))

@@ -13,11 +13,12 @@ interface. Exits 1 with the list of failures, 0 when every check passed.
 """
 import datetime
 import sys
+import warnings
 
 import torch
 import torch.distributed as dist
 
-import torch_dccl  # noqa: F401  registers "dccl"
+import torch_dccl  # registers "dccl"
 from reference import PREMUL_FACTOR, Checker, make_input, reduce_ref, same_on_gloo, tolerance
 
 DTYPES = [torch.int8, torch.uint8, torch.int32, torch.int64, torch.float16, torch.bfloat16,
@@ -37,7 +38,7 @@ def op_of(name, tensor_factor=False):
     float or as a one-element tensor."""
     if name != "PREMUL":
         return OPS[name]
-    return dist._make_nccl_premul_sum([torch.tensor([PREMUL_FACTOR])] if tensor_factor else PREMUL_FACTOR)
+    return dist._make_nccl_premul_sum(torch.tensor([PREMUL_FACTOR]) if tensor_factor else PREMUL_FACTOR)
 
 
 def check_reductions(c, g, ref_g, ranks, dtype):
@@ -64,7 +65,7 @@ def check_reductions(c, g, ref_g, ranks, dtype):
         blocks = [[make_input(11 + b, r, dtype, (4,)) for b in range(n)] for r in range(n)]
         mine = [blocks[r][me] for r in range(n)]
         tol = tolerance(mine, name, dtype)
-        # gloo 1.13 has no reduce_scatter: its all_reduce of the whole, this rank's block
+        # the reference: gloo's all_reduce of the whole, this rank's block
         whole = same_on_gloo(ref_g, lambda t: dist.all_reduce(t, op=op, group=ref_g), torch.cat(blocks[me]),
                              lambda: None)
         want = whole[4 * me:4 * me + 4] if whole is not None else reduce_ref(mine, name)
@@ -134,6 +135,85 @@ def check_movement(c, g, ref_g, ranks, dtype):
         c.same(f"send/recv ring {dtype}", got, inputs[prv])
 
 
+def check_rooted(c, g, ranks, dtype):
+    """gather and scatter to and from every root (built from send/recv in a group)."""
+    me, n = dist.get_rank(g), len(ranks)
+    inputs = [make_input(41, r, dtype, (3, 2)) for r in range(n)]
+    for root in range(n):
+        outs = [torch.empty(3, 2, dtype=dtype) for _ in range(n)] if me == root else None
+        dist.gather(inputs[me], outs, dst=ranks[root], group=g)
+        if me == root:
+            for r in range(n):
+                c.same(f"gather root {root} [{r}] {dtype}", outs[r], inputs[r])
+        blocks = [make_input(43 + root, r, dtype, (4,)) for r in range(n)]
+        got = torch.empty(4, dtype=dtype)
+        dist.scatter(got, blocks if me == root else None, src=ranks[root], group=g)
+        c.same(f"scatter root {root} {dtype}", got, make_input(43 + root, me, dtype, (4,)))
+
+
+def check_coalesced(c, g, ref_g, ranks):
+    """The coalesced forms: all_reduce_coalesced, all_gather_coalesced, and the
+    coalescing manager's all_gather_into_tensor and reduce_scatter_tensor."""
+    me, n = dist.get_rank(g), len(ranks)
+    shapes = [(3,), (2, 5), (7,)]
+    ins = [[make_input(51 + i, r, torch.float32, s) for i, s in enumerate(shapes)] for r in range(n)]
+    got = [t.clone() for t in ins[me]]
+    dist.all_reduce_coalesced(got, group=g)
+    for i in range(len(shapes)):
+        mine = [ins[r][i] for r in range(n)]
+        c.same(f"all_reduce_coalesced [{i}]", got[i], reduce_ref(mine, "SUM"), tolerance(mine, "SUM", torch.float32))
+    outs = [[torch.empty(s) for s in shapes] for _ in range(n)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # all_gather_coalesced is deprecated, still called by stacks
+        dist.all_gather_coalesced(outs, ins[me], group=g)
+    for r in range(n):
+        for i in range(len(shapes)):
+            c.same(f"all_gather_coalesced [{r}][{i}]", outs[r][i], ins[r][i])
+    gathered = [torch.empty(n * 4) for _ in range(2)]
+    scattered = [torch.empty(2) for _ in range(2)]
+    src = [[make_input(61 + i, r, torch.float64, (n * 2,)) for i in range(2)] for r in range(n)]
+    with dist._coalescing_manager(group=g, device=torch.device("cpu")):
+        for i in range(2):
+            dist.all_gather_into_tensor(gathered[i], src[me][i][:4].float().contiguous(), group=g)
+    for i in range(2):
+        c.same(f"coalesced all_gather_into_tensor [{i}]", gathered[i], torch.cat([src[r][i][:4].float() for r in range(n)]))
+    with dist._coalescing_manager(group=g, device=torch.device("cpu")):
+        for i in range(2):
+            dist.reduce_scatter_tensor(scattered[i], src[me][i].float(), group=g)
+    for i in range(2):
+        mine = [src[r][i][2 * me:2 * me + 2].float() for r in range(n)]
+        c.same(f"coalesced reduce_scatter_tensor [{i}]", scattered[i], reduce_ref(mine, "SUM"),
+               tolerance(mine, "SUM", torch.float32))
+
+
+def check_p2p(c, g, ranks):
+    """batch_isend_irecv around the ring both ways, and recv from any source."""
+    me, n = dist.get_rank(g), len(ranks)
+    if n < 2:
+        return
+    nxt, prv = (me + 1) % n, (me - 1) % n
+    big = [make_input(71, r, torch.float32, (1 << 16,)) for r in range(n)]  # large: sends do not complete eagerly
+    got_p, got_n = torch.empty(1 << 16), torch.empty(1 << 16)
+    ops = [dist.P2POp(dist.isend, big[me], ranks[nxt], group=g), dist.P2POp(dist.isend, big[me], ranks[prv], group=g),
+           dist.P2POp(dist.irecv, got_p, ranks[prv], group=g), dist.P2POp(dist.irecv, got_n, ranks[nxt], group=g)]
+    for w in dist.batch_isend_irecv(ops):
+        w.wait()
+    c.same("batch_isend_irecv from previous", got_p, big[prv])
+    c.same("batch_isend_irecv from next", got_n, big[nxt])
+    # Every other rank sends to rank 0 of the group; it receives from any source.
+    if me == 0:
+        seen = set()
+        for _ in range(n - 1):
+            t = torch.empty(5)
+            src = dist.recv(t, group=g)
+            c.same(f"recv any source from {src}", t, make_input(73, dist.get_group_rank(g, src) if g else src,
+                                                                    torch.float32, (5,)))
+            seen.add(src)
+        c.true("recv any source: every sender once", seen == {ranks[r] for r in range(1, n)})
+    else:
+        dist.send(make_input(73, me, torch.float32, (5,)), ranks[0], group=g)
+
+
 def check_shapes(c, g, ranks):
     """Non-contiguous tensors, several shapes, empty tensors, Work and Future."""
     me, n = dist.get_rank(g), len(ranks)
@@ -170,6 +250,8 @@ def check_shapes(c, g, ranks):
     c.true("5 queued works done", all(w.is_completed() for w in works))
     dist.barrier(group=g)
     c.true("barrier", True)
+    torch_dccl.monitored_barrier(group=g, timeout=datetime.timedelta(seconds=30))
+    c.true("monitored_barrier", True)
 
 
 def check_refusals(c, g):
@@ -182,7 +264,13 @@ def check_refusals(c, g):
     for name in ("BAND", "BOR", "BXOR"):
         c.raises(f"{name}", f"ReduceOp.{name} is not supported", dist.all_reduce, torch.ones(3, dtype=torch.int32),
                  op=getattr(dist.ReduceOp, name), group=g)
-    c.raises("sparse tensor", "non-strided", dist.broadcast, torch.eye(3).to_sparse(), src=0, group=g)
+    # PyTorch 2.x refuses sparse tensors in its dispatcher, before the backend
+    with_rank = False
+    try:
+        dist.broadcast(torch.eye(3).to_sparse(), src=0, group=g)
+    except (RuntimeError, NotImplementedError) as e:
+        with_rank = "SparseCPU" in str(e)
+    c.true("sparse tensor refused", with_rank)
     n = dist.get_world_size(g)
     c.raises("all_gather_into_tensor size", "expected group size x input", dist.all_gather_into_tensor,
              torch.empty(n * 4 + 1), torch.ones(4), group=g)
@@ -209,8 +297,16 @@ def main():
     for dtype in DTYPES:
         check_reductions(c, None, gloo, world, dtype)
         check_movement(c, None, gloo, world, dtype)
+    for dtype in (torch.int32, torch.float32, torch.bfloat16):
+        check_rooted(c, None, world, dtype)
+    check_coalesced(c, None, gloo, world)
+    check_p2p(c, None, world)
     check_shapes(c, None, world)
     check_refusals(c, None)
+    seq = torch_dccl.sequence_number()
+    seqs = [None] * n
+    dist.all_gather_object(seqs, seq, group=gloo)
+    c.true(f"sequence numbers agree and count the calls ({seqs})", len(set(seqs)) == 1 and seq > 100)
     # A subset: the first and the last rank (every rank calls new_group).
     sub = [0, n - 1] if n > 2 else [1]
     g = dist.new_group(sub, backend="dccl")
@@ -220,10 +316,27 @@ def main():
         for dtype in (torch.int32, torch.float32, torch.bfloat16):
             check_reductions(c, g, g_ref, sub, dtype)
             check_movement(c, g, g_ref, sub, dtype)
+        check_rooted(c, g, sub, torch.float32)
+        check_p2p(c, g, sub)
         check_shapes(c, g, sub)
     dist.barrier()
     dist.destroy_process_group()
+    check_mixed(c)
     return c.finish()
+
+
+def check_mixed(c):
+    """init_process_group("cpu:gloo,cuda:dccl"): CPU tensors go to gloo, the
+    CUDA backend is dccl (made here too, without a GPU)."""
+    dist.init_process_group("cpu:gloo,cuda:dccl", timeout=datetime.timedelta(seconds=60))
+    pg = dist.group.WORLD
+    c.true("mixed: cpu backend is gloo", pg._get_backend_name() in ("undefined", "gloo", "cpu:gloo,cuda:dccl"))
+    c.true("mixed: cuda backend is dccl", torch_dccl.is_dccl(pg._get_backend(torch.device("cuda"))))
+    c.true("mixed: cpu backend is not dccl", not torch_dccl.is_dccl(pg._get_backend(torch.device("cpu"))))
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    c.same("mixed: all_reduce on cpu (gloo)", t, torch.full((4,), float(dist.get_world_size())))
+    dist.destroy_process_group()
 
 
 if __name__ == "__main__":
