@@ -124,7 +124,10 @@ def main():
     ap.add_argument("--models", nargs="+", default=["mlp", "resnet18"])
     ap.add_argument("--wrappers", nargs="+", default=["ddp", "fsdp"])
     ap.add_argument("--steps", type=int, default=0, help="steps per run (0: 30 for the MLP, 3 for ResNet-18)")
-    ap.add_argument("--rtol", type=float, default=1e-4, help="losses and parameters against gloo's")
+    ap.add_argument("--rtol", type=float, default=1e-4, help="the MLP's losses and parameters against gloo's")
+    ap.add_argument("--rtol-resnet", type=float, default=1e-3,
+                    help="ResNet-18's: its batch norms over 4 samples amplify the last-bit differences of a "
+                         "sum in another order (3 or more ranks) step by step")
     args = ap.parse_args()
     if args.backend == "dccl":
         import torch_dccl  # noqa: F401
@@ -136,7 +139,8 @@ def main():
     for model_name in args.models:
         steps = args.steps or (30 if model_name == "mlp" else 3)
         per_rank = 32 if model_name == "mlp" else 4
-        lr = 0.1 if model_name == "mlp" else 0.01
+        lr = 0.1 if model_name == "mlp" else 0.002
+        rtol = args.rtol if model_name == "mlp" else args.rtol_resnet
         data = batches(model_name, rank, world, steps, per_rank)
         ref = reference_losses(model_name, world, steps, per_rank, lr) if model_name == "mlp" else None
         for wrapper in args.wrappers:
@@ -146,10 +150,11 @@ def main():
             worst = max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(got, want))
             print(f"rank {rank}: {tag}: losses {args.backend} {[round(v, 5) for v in got]}, "
                   f"gloo {[round(v, 5) for v in want]} (largest relative difference {worst:.2e})", flush=True)
-            c.true(f"{tag}: losses within rtol {args.rtol} of gloo's (largest {worst:.2e})", worst <= args.rtol)
+            c.true(f"{tag}: losses within rtol {rtol} of gloo's (largest {worst:.2e})", worst <= rtol)
+            c.true(f"{tag}: first loss (same parameters, no reduction yet) equal to gloo's", got[0] == want[0])
             for name, a in p_got.items():
                 b = p_want[name]
-                c.same(f"{tag}: parameter {name}", a, b, atol=args.rtol * max(1.0, float(b.abs().max())))
+                c.same(f"{tag}: parameter {name}", a, b, atol=rtol * max(1.0, float(b.abs().max())))
                 copies = [torch.empty_like(a) for _ in range(world)]
                 dist.all_gather(copies, a, group=gloo)
                 c.true(f"{tag}: parameter {name} equal on every rank", all(torch.equal(x, copies[0]) for x in copies))
