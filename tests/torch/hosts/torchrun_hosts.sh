@@ -15,7 +15,7 @@ run=$1 python=$2
 shift 2
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-"$run" --hosts 2 -n 2 --timeout 280 --env DCCL_DEBUG=INFO --env OMP_NUM_THREADS=1 \
+"$run" --hosts 2 -n 2 --timeout 550 --env DCCL_DEBUG=INFO --env OMP_NUM_THREADS=1 \
   "$here/node.sh" "$python" 29400 "$@" >"$out" 2>&1 &
 pid=$!
 wait $pid
