@@ -25,13 +25,15 @@ CudaOrder::~CudaOrder() {
   ops_->free_flag(flag_);
 }
 
-std::shared_ptr<Ticket> CudaOrder::before(GpuOps::Stream current) {
+std::shared_ptr<Ticket> CudaOrder::before(GpuOps::Stream current, bool gate) {
   auto t = std::make_shared<Ticket>(ops_.get(), ++issued_);
   t->start = ops_->create_event();
-  t->end = ops_->create_event();
   ops_->record(t->start, current);
-  ops_->stream_wait_flag(side_, flag_, t->seq);
-  ops_->record(t->end, side_);
+  if (gate) {
+    t->end = ops_->create_event();
+    ops_->stream_wait_flag(side_, flag_, t->seq);
+    ops_->record(t->end, side_);
+  }
   return t;
 }
 

@@ -74,7 +74,10 @@ class CudaOrder {
   CudaOrder(const CudaOrder&) = delete;
   CudaOrder& operator=(const CudaOrder&) = delete;
 
-  std::shared_ptr<Ticket> before(GpuOps::Stream current);
+  // With gate, also the side stream's wait for the flag and the end event that
+  // consumer_wait() uses; without, only the start event (Work.wait() then waits
+  // on the host).
+  std::shared_ptr<Ticket> before(GpuOps::Stream current, bool gate = true);
   // False when the start event has not completed by the deadline (body is then
   // not run); rethrows what body throws. The flag reaches the ticket's number on
   // every path.

@@ -107,11 +107,21 @@ void settle(const Place& p) {
   if (p.cuda) c10::cuda::getCurrentCUDAStream(p.device).synchronize();
 }
 
+dcclResult_t cuda_warm_up(dcclComm_t comm, int device) {
+  c10::cuda::CUDAGuard g(device);
+  // 4 MiB: past the sizes at which DirectCCL's paths split messages.
+  at::Tensor buf = at::zeros({1 << 20}, at::TensorOptions().device(at::kCUDA, device).dtype(at::kFloat));
+  c10::cuda::getCurrentCUDAStream(device).synchronize();
+  return dcclAllReduce(buf.data_ptr(), buf.data_ptr(), static_cast<size_t>(buf.numel()), dcclFloat32, dcclSum, comm,
+                       nullptr);
+}
+
 #else
 
 GpuOps::Stream current_cuda_stream(int) { throw std::logic_error("torch_dccl: built without CUDA"); }
 std::unique_ptr<GpuOps> make_cuda_ops(int) { throw std::logic_error("torch_dccl: built without CUDA"); }
 void settle(const Place&) {}
+dcclResult_t cuda_warm_up(dcclComm_t, int) { return dcclInvalidUsage; }
 
 #endif
 

@@ -40,6 +40,7 @@ ProcessGroupDCCL::ProcessGroupDCCL(const c10::intrusive_ptr<c10d::Store>& store,
       timeout_(timeout),
       check_calls_(env_flag("TORCH_DCCL_CHECK", true)),
       any_source_(env_flag("TORCH_DCCL_ANY_SOURCE", true)),
+      stream_wait_(env_flag("TORCH_DCCL_STREAM_WAIT", false)),
       taken_(static_cast<size_t>(size), 0),
       seen_(static_cast<size_t>(size), 0) {
   if (timeout_.count() <= 0)
@@ -147,7 +148,15 @@ void ProcessGroupDCCL::agree(const std::string& op, uint64_t seq, const Call& c)
 
 CudaOrder& ProcessGroupDCCL::order_for(int device) {
   auto it = orders_.find(device);
-  if (it == orders_.end()) it = orders_.emplace(device, std::make_unique<CudaOrder>(make_cuda_ops(device))).first;
+  if (it != orders_.end()) return *it->second;
+  // The warm-up runs, and is waited for, before the first ticket exists: every
+  // rank's first CUDA operation on this group comes here, in the same order.
+  const std::string op = "first use of cuda:" + std::to_string(device);
+  auto warm = c10::make_intrusive<WorkDCCL>(rank_, size_, c10d::OpType::UNKNOWN, op, std::vector<at::Tensor>{},
+                                            timeout_, 0);
+  worker_->post(warm, [this, op, device] { check(cuda_warm_up(comm_, device), op); });
+  warm->wait(::kNoTimeout);
+  it = orders_.emplace(device, std::make_unique<CudaOrder>(make_cuda_ops(device))).first;
   return *it->second;
 }
 
@@ -171,9 +180,10 @@ c10::intrusive_ptr<WorkDCCL> ProcessGroupDCCL::enqueue(c10d::OpType type, const 
   };
   if (place.cuda) {
     CudaOrder& order = order_for(place.device);
-    auto ticket = order.before(current_cuda_stream(place.device));
+    auto ticket = order.before(current_cuda_stream(place.device), stream_wait_);
     const int dev = place.device;
-    work->set_stream_order(ticket, [dev](const Ticket& t) { CudaOrder::consumer_wait(t, current_cuda_stream(dev)); });
+    if (stream_wait_)
+      work->set_stream_order(ticket, [dev](const Ticket& t) { CudaOrder::consumer_wait(t, current_cuda_stream(dev)); });
     job = [this, op, &order, ticket, timeout, inner = std::move(job)] {
       if (!order.run(*ticket, std::chrono::steady_clock::now() + timeout, inner))
         fail(rank_, size_, op, "the work queued on the CUDA stream before this operation did not finish within " +

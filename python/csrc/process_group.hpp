@@ -8,7 +8,10 @@
 // the ranks compare what they were called with (operation, dtype, element
 // count, root, reduction; TORCH_DCCL_CHECK=0 turns it off), so that mismatched
 // calls fail on every rank with a text naming the ranks that differ.
-// CUDA tensors are ordered with the caller's current stream (cuda_order.hpp).
+// CUDA tensors: the collective runs after the work queued on the caller's
+// current stream (cuda_order.hpp). Work.wait() waits on the host for it, or,
+// with TORCH_DCCL_STREAM_WAIT=1, makes the current stream wait (docs/pytorch.md:
+// that mode hung on a GPU and is not for use yet).
 #pragma once
 
 #include <atomic>
@@ -40,6 +43,11 @@ std::unique_ptr<GpuOps> make_cuda_ops(int device);
 // Waits for the copies the worker queued on the current (work) stream before a
 // DirectCCL call reads what they wrote; nothing for CPU tensors.
 void settle(const Place& p);
+// On the worker, once per group and device before any CUDA operation is ordered:
+// one DirectCCL all_reduce of device memory, so that DirectCCL's first-use setup
+// for device memory (allocations, registrations; some of CUDA's calls for these
+// wait for the whole device) is done before a side stream waits on a flag.
+dcclResult_t cuda_warm_up(dcclComm_t comm, int device);
 
 class ProcessGroupDCCL : public c10d::Backend {
  public:
@@ -163,6 +171,7 @@ class ProcessGroupDCCL : public c10d::Backend {
   std::chrono::milliseconds timeout_;
   const bool check_calls_;   // TORCH_DCCL_CHECK (default on)
   const bool any_source_;    // TORCH_DCCL_ANY_SOURCE (default on): sends announce themselves in the store
+  const bool stream_wait_;   // TORCH_DCCL_STREAM_WAIT (default off): Work.wait() of CUDA work is a stream wait
   std::mutex enqueue_mu_;    // numbers, tickets and posts in one order
   uint64_t coll_seq_ = 0;    // collectives queued: the agreement check's number
   uint64_t seq_base_ = 0;    // setSequenceNumberForGroup's agreed start

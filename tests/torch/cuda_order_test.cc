@@ -240,6 +240,20 @@ TEST(CudaOrder, TicketsRunInOrderAndEachReleasesOnlyItsOwn) {
   EXPECT_TRUE(sim.ran("after b"));
 }
 
+TEST(CudaOrder, WithoutTheGateOnlyTheStartIsOrdered) {
+  Sim sim;
+  CudaOrder order(std::make_unique<SimOps>(sim));
+  const intptr_t user = sim.new_stream();
+  sim.kernel(user, "produce");
+  auto t = order.before(as_stream(user), /*gate=*/false);
+  EXPECT_EQ(t->end, nullptr);
+  sim.kernel(user, "independent of the collective");
+  sim.step();
+  EXPECT_TRUE(sim.ran("independent of the collective")) << "no gate: the stream does not wait";
+  ASSERT_TRUE(order.run(*t, std::chrono::steady_clock::now() + 10s, [&] { sim.note("collective"); }));
+  EXPECT_EQ(sim.log.front(), "produce");
+}
+
 TEST(CudaOrder, DestroyingReleasesTicketsNeverRun) {
   Sim sim;
   const intptr_t user = sim.new_stream();

@@ -22,33 +22,12 @@ exited 0 with all its checks passed, within its overall bound.
 import datetime
 import os
 import signal
-import socket
-import subprocess
 import sys
 import time
 
+import spawn
+
 SLACK_S = 3.0  # on top of a timeout: process scheduling on a loaded 2-core machine
-
-
-def launch(n):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    procs = [subprocess.Popen([sys.executable, __file__, "--rank", str(r), str(n), str(port)]) for r in range(n)]
-    deadline = time.monotonic() + 150
-    codes = []
-    for p in procs:
-        try:
-            codes.append(p.wait(timeout=max(1.0, deadline - time.monotonic())))
-        except subprocess.TimeoutExpired:
-            codes.append("hung")
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    want = [0] * (n - 1) + [-signal.SIGKILL]
-    print(f"faults_check: exit codes {codes}, expected {want}", flush=True)
-    return 0 if codes == want else 1
 
 
 def timed_error(c, name, fn, bound_s, text):
@@ -155,13 +134,5 @@ def run_rank(rank, n, port):
     return c.finish()
 
 
-def main():
-    if len(sys.argv) == 5 and sys.argv[1] == "--rank":
-        sys.exit(run_rank(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])))
-    if len(sys.argv) != 2 or int(sys.argv[1]) < 2:
-        sys.exit(__doc__)
-    sys.exit(launch(int(sys.argv[1])))
-
-
 if __name__ == "__main__":
-    main()
+    spawn.main(__file__, __doc__, run_rank, lambda n: [0] * (n - 1) + [-signal.SIGKILL])
