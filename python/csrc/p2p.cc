@@ -73,18 +73,20 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDCCL::recvAnysource(std::vector<at::T
   const at::Tensor& t = single(tensors, rank_, size_, op);
   const Place place = check_tensor(t, rank_, size_, op);
   if (coalescing_) fail(rank_, size_, op, "a receive from any source cannot be batched");
-  auto holder = std::make_shared<WorkDCCL*>(nullptr);
+  // The worker may run the job before enqueue returns: it learns the sender
+  // into a cell it shares with the Work, never through the Work itself.
+  auto source = std::make_shared<std::atomic<int>>(-1);
   const auto timeout = timeout_;
   auto work = enqueue(c10d::OpType::RECVANYSOURCE, op, {t}, timeout, place, std::nullopt,
-                      [this, op, t, holder, timeout] {
+                      [this, op, t, source, timeout] {
                         const int src = take_any_source(op, timeout);
-                        (*holder)->set_source_rank(src);
+                        source->store(src);
                         Dense d(t);
                         check(dcclRecv(d.data(), d.bytes(), dcclUint8, src, comm_, nullptr), op);
                         note_received(src);
                         d.finish();
                       });
-  *holder = work.get();  // the job holds the Work alive until it completes
+  work->share_source_rank(source);
   return work;
 }
 

@@ -62,7 +62,7 @@ std::vector<at::Tensor> WorkDCCL::result() { return outputs_; }
 c10::intrusive_ptr<c10::ivalue::Future> WorkDCCL::getFuture() { return future_; }
 
 int WorkDCCL::sourceRank() const {
-  const int r = source_rank_.load();
+  const int r = source_rank_->load();
   if (r < 0) fail(rank_, size_, op_, "sourceRank() is known only for a completed receive from any source");
   return r;
 }

@@ -2,6 +2,7 @@
 // runs the operations in submission order.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -42,7 +43,11 @@ class WorkDCCL : public c10d::Work {
   const std::string& op() const { return op_; }
   // CUDA work: its ticket and how to make the current stream wait for it.
   void set_stream_order(std::shared_ptr<Ticket> ticket, std::function<void(const Ticket&)> consumer_wait);
-  void set_source_rank(int r) { source_rank_ = r; }
+  // The sender of a receive: known at the post (recv) or learnt by the worker
+  // (recv from any source), which writes the cell it shares with this Work.
+  using SourceCell = std::shared_ptr<std::atomic<int>>;
+  void set_source_rank(int r) { source_rank_->store(r); }
+  void share_source_rank(SourceCell cell) { source_rank_ = std::move(cell); }
 
  private:
   bool wait_host(std::chrono::milliseconds timeout);
@@ -52,7 +57,7 @@ class WorkDCCL : public c10d::Work {
   std::vector<at::Tensor> outputs_;
   const std::chrono::milliseconds timeout_;
   const uint64_t seq_;
-  std::atomic<int> source_rank_{-1};
+  SourceCell source_rank_ = std::make_shared<std::atomic<int>>(-1);
   c10::intrusive_ptr<c10::ivalue::Future> future_;
   std::shared_ptr<Ticket> ticket_;
   std::function<void(const Ticket&)> consumer_wait_;
