@@ -149,7 +149,7 @@ size_t Ctx::wait_any(Xfer* const* xs, size_t n) {
                                          "timed out after " + core::seconds_text(in_.timeout_ms) +
                                              " waiting for " + pending));
       }
-      backoff.idle(now, [this](int64_t ns) { in_.net->nap(ns); });  // past the spin budget: yield, then nap
+      backoff.idle(now, in_.net->nap_wakes(), [this](int64_t ns) { in_.net->nap(ns); });  // past the spin budget: yield, then nap
     }
   }
 }
