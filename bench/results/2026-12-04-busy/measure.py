@@ -56,8 +56,18 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--busy", default="0,2")
     ap.add_argument("--timeout", type=int, default=120)
+    ap.add_argument("--report-only", action="store_true", help="print the table of runs.jsonl as it is")
     a = ap.parse_args()
     here = Path(__file__).resolve().parent
+    if a.report_only:
+        res, names = {}, []
+        for line in open(here / "runs.jsonl"):
+            rec = json.loads(line)
+            if rec["cfg"] not in names:
+                names.append(rec["cfg"])
+            for size, us in rec["rows"] or []:
+                res.setdefault((rec["busy"], rec["ranks"], rec["prov"], size), {}).setdefault(rec["cfg"], []).append(us)
+        return report(res, names)
     out = open(here / "runs.jsonl", "a")
     cfgs = [("main", lambda n, p, b: dccl_cmd(a.base, n, p, b, "@JSON@")),
             ("new", lambda n, p, b: dccl_cmd(a.new, n, p, b, "@JSON@"))]
@@ -85,7 +95,11 @@ def main():
                 for p in spin:
                     p.kill()
                     p.wait()
-    names = [c[0] for c in cfgs]
+    report(res, [c[0] for c in cfgs])
+
+
+def report(res, names):
+    """Medians per point, out of place; new/main is the ratio of the medians."""
     print("| busy | ranks | path | size | " + " | ".join(f"{x} us" for x in names) + " | new/main |")
     print("|---|---|---|---|" + "---|" * (len(names) + 1))
     for key in sorted(res):
