@@ -15,11 +15,11 @@
 
 namespace dccl::coll {
 
-// Waits until pred() holds, yielding every few polls: the rank being waited for
-// may share this core (more ranks or stream threads than cores), and a long spin
-// would only delay it. Without the spin budget (ranks outnumber cores) it yields at
-// once. Past core::Backoff's yield window, or at once when the CPUs are busy with
-// other processes (core/contention.hpp), it sleeps on the segment's futex until a
+// Waits until pred() holds: polls for the spin budget (checking the clock every
+// 32 polls), then yields (the rank being waited for may share this core: more
+// ranks or stream threads than cores). Without the spin budget (ranks outnumber
+// cores) it yields at once. Past core::Backoff's yield window, or past the spin
+// when the CPUs are busy with other processes (core/contention.hpp), it sleeps on the segment's futex until a
 // rank raises a flag (net::ShmSegment::sleep). Bounded by the operation's
 // deadline; stops when the communicator failed.
 // The backoff starts at the first idle step, not on entry: a wait that the first
@@ -33,7 +33,7 @@ void smem_await(Ctx& c, const char* what, int peer, Pred pred) {
     core::cpu_relax();
     if (i % every == 0) {
       const auto now = core::Backoff::Clock::now();
-      if (!backoff) backoff.emplace(0, now);
+      if (!backoff) backoff.emplace(c.spin_us(), now);
       // A sleep ends at the deadline's next check at the latest (1 ms naps).
       if (backoff->idle(now, true, [&](int64_t ns) { seg.sleep(ns, pred); })) c.check_deadline(what, peer);
       else if ((i & 255) == 0) c.check_deadline(what, peer);

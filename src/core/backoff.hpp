@@ -12,10 +12,11 @@
 // the wake-up comes at most ~2 % late.
 //
 // When the CPUs are busy (core/contention.hpp: a yield lately lost a whole time
-// slice to another process), spinning and yielding only give the core away for a
-// slice at a time: the wait then sleeps at once, and the scheduler runs it again
-// promptly when it is woken (or its nap ends). Each yield is timed to gather that
-// evidence. The kernel's default 50 us timer slack applies to the naps.
+// slice to another process), a yield gives the core away for a slice: the wait
+// then sleeps right after its spin budget, and the scheduler runs it again
+// promptly when it is woken (or its nap ends). The spin stays: a peer that runs
+// at the same time answers within it, and a sleep would add two wake-ups per
+// step. Each yield is timed to gather the evidence. The kernel's default 50 us timer slack applies to the naps.
 #pragma once
 #include <sched.h>
 #include <time.h>
@@ -52,14 +53,11 @@ class Backoff {
   // awaited arrives.
   template <class Nap>
   bool idle(Clock::time_point now, bool wakes, Nap&& nap) {
-    const bool busy = Contention::busy(now);
-    if (!busy) {
-      if (now < spin_end_) return false;
-      if (now < yield_end_) {
-        sched_yield();
-        Contention::yielded(now, Clock::now());
-        return true;
-      }
+    if (now < spin_end_) return false;
+    if (now < yield_end_ && !Contention::busy(now)) {
+      sched_yield();
+      Contention::yielded(now, Clock::now());
+      return true;
     }
     if (wakes) {
       nap(kMaxWakeNapNs);

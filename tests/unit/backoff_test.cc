@@ -55,12 +55,13 @@ TEST(Backoff, NapsThatWakeAreLong) {
   EXPECT_EQ(naps.ns[0], Backoff::kMaxWakeNapNs);
 }
 
-TEST(Backoff, BusyMachineSleepsAtOnce) {
+TEST(Backoff, BusyMachineSleepsAfterTheSpin) {
   const auto t0 = Clock::now();
   Contention::mark(t0);
   Backoff b(50, t0);
   Naps naps;
-  EXPECT_TRUE(b.idle(t0 + microseconds(1), true, naps.fn()));  // no spin, no yield
+  EXPECT_FALSE(b.idle(t0 + microseconds(1), true, naps.fn()));  // spins
+  EXPECT_TRUE(b.idle(t0 + microseconds(60), true, naps.fn()));  // then sleeps: no yield
   EXPECT_EQ(naps.ns.size(), 1u);
   Contention::reset();
 }
