@@ -99,16 +99,21 @@ def main():
 
 
 def report(res, names):
-    """Medians per point, out of place; new/main is the ratio of the medians."""
+    """Medians per point, out of place (min-max over the repeats in brackets);
+    new/main is the ratio of the medians."""
+    def cell(v):
+        if not v:
+            return "-"
+        f = lambda x: f"{x:.3g}"
+        return f(statistics.median(v)) + (f" [{f(min(v))}-{f(max(v))}]" if len(v) > 1 else "")
     print("| busy | ranks | path | size | " + " | ".join(f"{x} us" for x in names) + " | new/main |")
     print("|---|---|---|---|" + "---|" * (len(names) + 1))
     for key in sorted(res):
         k, n, prov, size = key
-        med = {x: statistics.median(res[key][x]) if res[key].get(x) else None for x in names}
-        cells = [f"{med[x]:.3g}" if med[x] is not None else "-" for x in names]
-        ratio = f"{med['new'] / med['main']:.2f}" if med["new"] and med["main"] else "-"
-        print(f"| {k} | {n} | {prov} | {size} | " + " | ".join(cells) + f" | {ratio} |")
-
+        got = res[key]
+        ratio = (f"{statistics.median(got['new']) / statistics.median(got['main']):.2f}"
+                 if got.get("new") and got.get("main") else "-")
+        print(f"| {k} | {n} | {prov} | {size} | " + " | ".join(cell(got.get(x)) for x in names) + f" | {ratio} |")
 
 if __name__ == "__main__":
     main()
