@@ -35,6 +35,7 @@ void allreduce_smem(Ctx& c, const Args& a) {
   // half): ranks whose counts differ find out here instead of reducing garbage.
   const uint64_t word = (k << 32) | static_cast<uint32_t>(bytes);
   seg.seq(r, p).store(word, std::memory_order_release);
+  seg.wake();
   for (int q = 0; q < n; ++q) {
     if (q == r) continue;
     uint64_t theirs = 0;

@@ -76,6 +76,7 @@ void allreduce_smem_rs(Ctx& c, const Args& a) {
       if (c.op() == dcclAvg) kernels::finish_avg(acc, pl, c.dt(), n);
     }
     seg.flag(r, red).v.store(k, std::memory_order_release);
+    seg.wake();
 
     for (int j = 0; j < n; ++j) {
       const int q = (r + j) % n;

@@ -122,7 +122,7 @@ bool Ctx::poll(Xfer& x) {
 size_t Ctx::wait_any(Xfer* const* xs, size_t n) {
   auto start = Clock::now();
   auto deadline = wait_deadline(start);
-  core::Backoff backoff(in_.spin_us, start);
+  core::Backoff backoff(in_.spin_us, start, in_.spin_us > 0);
   for (unsigned iter = 0;; ++iter) {
     bool any_active = false;
     for (size_t i = 0; i < n; ++i) {
@@ -149,7 +149,7 @@ size_t Ctx::wait_any(Xfer* const* xs, size_t n) {
                                          "timed out after " + core::seconds_text(in_.timeout_ms) +
                                              " waiting for " + pending));
       }
-      backoff.idle(now, [this](int64_t ns) { in_.net->nap(ns); });  // past the spin budget: yield, then nap
+      backoff.idle(now, in_.net->nap_wakes(), [this](int64_t ns) { in_.net->nap(ns); });  // past the spin budget: yield, then nap
     }
   }
 }

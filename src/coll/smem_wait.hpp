@@ -15,25 +15,28 @@
 
 namespace dccl::coll {
 
-// Waits until pred() holds, yielding every few polls: the rank being waited for
-// may share this core (more ranks or stream threads than cores), and a long spin
-// would only delay it. Without the spin budget (ranks outnumber cores) it yields at
-// once. Past core::Backoff's yield window it naps instead (a long wait leaves the
-// CPU to the ranks with work). Bounded by the operation's deadline; stops when the
-// communicator failed.
+// Waits until pred() holds: polls for the spin budget (checking the clock every
+// 32 polls), then yields (the rank being waited for may share this core: more
+// ranks or stream threads than cores). Without the spin budget (ranks outnumber
+// cores) it yields at once. Past core::Backoff's yield window, or past the spin
+// when the CPUs are busy with other processes (core/contention.hpp), it sleeps on the segment's futex until a
+// rank raises a flag (net::ShmSegment::sleep). Bounded by the operation's
+// deadline; stops when the communicator failed.
 // The backoff starts at the first idle step, not on entry: a wait that the first
 // polls end (most small operations) reads no clock.
 template <class Pred>
 void smem_await(Ctx& c, const char* what, int peer, Pred pred) {
   const unsigned every = c.spin_us() > 0 ? 32 : 1;
   std::optional<core::Backoff> backoff;
+  net::ShmSegment& seg = *c.smem();
   for (unsigned i = 1; !pred(); ++i) {
     core::cpu_relax();
     if (i % every == 0) {
       const auto now = core::Backoff::Clock::now();
-      if (!backoff) backoff.emplace(0, now);
-      backoff->idle(now);
-      if ((i & 255) == 0) c.check_deadline(what, peer);
+      if (!backoff) backoff.emplace(c.spin_us(), now);
+      // A sleep ends at the deadline's next check at the latest (1 ms naps).
+      if (backoff->idle(now, true, [&](int64_t ns) { seg.sleep(ns, pred); })) c.check_deadline(what, peer);
+      else if ((i & 255) == 0) c.check_deadline(what, peer);
     }
   }
 }
@@ -82,6 +85,7 @@ inline void raise_input(net::ShmSegment& seg, int r, int p, uint64_t k, uint64_t
   net::ShmSegment::Flag& f = seg.flag(r, net::ShmSegment::In0 + p);
   f.call.store(call, std::memory_order_relaxed);
   f.v.store(k, std::memory_order_release);
+  seg.wake();
 }
 
 // Waits for rank q's input chunk k, then checks that it belongs to the same call.

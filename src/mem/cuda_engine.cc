@@ -5,6 +5,7 @@
 #include <string>
 #include <thread>
 
+#include "core/backoff.hpp"
 #include "core/error.hpp"
 
 namespace dccl::mem::cuda {
@@ -106,10 +107,11 @@ bool Engine::done(Ticket t) {
 
 void Engine::wait(Ticket t, int64_t timeout_ms) {
   auto start = std::chrono::steady_clock::now();
-  for (int spins = 0;; ++spins) {
+  core::Backoff backoff(0, start);  // yield, then nap (at once when the CPUs are busy)
+  for (;;) {
     if (done(t)) return;
-    auto waited =
-        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+    const auto now = std::chrono::steady_clock::now();
+    auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count();
     if (timeout_ms >= 0 && waited >= timeout_ms) {
       std::lock_guard<std::mutex> lk(mu_);
       std::string what = "cuda: ticket " + std::to_string(t);
@@ -118,8 +120,7 @@ void Engine::wait(Ticket t, int64_t timeout_ms) {
       core::raise(dcclTimeout, what + " not done after " + std::to_string(timeout_ms) + " ms; " +
                                    std::to_string(pending_.size()) + " pending on device " + std::to_string(dev_));
     }
-    if (spins < 64) std::this_thread::yield();
-    else std::this_thread::sleep_for(std::chrono::microseconds(spins < 1024 ? 10 : 100));
+    backoff.idle(now);
   }
 }
 

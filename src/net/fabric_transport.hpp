@@ -61,6 +61,7 @@ class FabricTransport final : public Transport {
     if (sock_) return sock_->nap(ns);
     Transport::nap(ns);
   }
+  bool nap_wakes() const override { return nap_wakes_; }
   void wait(Request* const* reqs, size_t n, const std::string& what) override;
   void cancel_all() override {
     for (auto& ep : eps_) ep->cancel_all();
@@ -157,6 +158,7 @@ class FabricTransport final : public Transport {
   std::string untrusted_;  // after connect(): the ranks reached over an untrusted provider, and why
   bool abandoned_ = false;
   bool connected_ = false;
+  bool nap_wakes_ = false;  // every route takes the socket path (nap())
 };
 
 }  // namespace dccl::net

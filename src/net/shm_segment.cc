@@ -1,7 +1,10 @@
 #include "net/shm_segment.hpp"
 
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,8 +16,10 @@
 namespace dccl::net {
 
 namespace {
-// The flags of all ranks, then the one-shot slots of all ranks, then the chunk slots.
-size_t header_bytes(int n) { return static_cast<size_t>(n) * ShmSegment::kFlags * sizeof(ShmSegment::Flag); }
+// The flags of all ranks and the sleepers' line, then the one-shot slots of all
+// ranks, then the chunk slots.
+size_t flag_bytes(int n) { return static_cast<size_t>(n) * ShmSegment::kFlags * sizeof(ShmSegment::Flag); }
+size_t header_bytes(int n) { return flag_bytes(n) + sizeof(ShmSegment::Sleep); }
 }  // namespace
 
 ShmSegment::ShmSegment(int rank, int nranks, size_t slot_bytes, size_t chunk_bytes,
@@ -60,6 +65,7 @@ ShmSegment::ShmSegment(int rank, int nranks, size_t slot_bytes, size_t chunk_byt
   if (p == MAP_FAILED) core::raise(dcclSystemError, core::describe(rank_, "shared-memory segment", std::string("open/map: ") + strerror(e)));
   base_ = static_cast<char*>(p);
   slots_ = base_ + header_bytes(n_);
+  sleep_ = reinterpret_cast<Sleep*>(base_ + flag_bytes(n_));
 }
 
 ShmSegment::~ShmSegment() {
@@ -68,6 +74,17 @@ ShmSegment::~ShmSegment() {
 
 ShmSegment::Flag& ShmSegment::flag(int rank, int id) const {
   return reinterpret_cast<Flag*>(base_)[static_cast<size_t>(rank) * kFlags + static_cast<size_t>(id)];
+}
+
+// Shared between processes: not FUTEX_PRIVATE_FLAG.
+void ShmSegment::wake_all() {
+  sleep_->seq.fetch_add(1, std::memory_order_release);
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&sleep_->seq), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
+}
+
+void ShmSegment::sleep_on(uint32_t seen, int64_t ns) {
+  const timespec ts{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&sleep_->seq), FUTEX_WAIT, seen, &ts, nullptr, 0);
 }
 
 char* ShmSegment::chunk_slot(int rank, int parity) const {

@@ -11,6 +11,8 @@
 #include <functional>
 #include <string>
 
+#include "core/cpu.hpp"
+
 namespace dccl::net {
 
 class ShmSegment {
@@ -31,6 +33,34 @@ class ShmSegment {
   // Flags per rank. In*: chunk slot holds input chunk k; Red*: this rank's part of
   // chunk k is reduced in its slot. (A one-shot slot carries its own flag, below.)
   enum FlagId { In0, In1, Red0, Red1, kFlags };
+  // Sleeping on the flags (a futex in the segment): a rank whose wait has gone on
+  // registers as a sleeper, checks its flag again and sleeps on `seq` until a
+  // rank that raised a flag bumps it and wakes every sleeper. A rank that raises
+  // a flag calls wake() after it: one load of a line nobody writes while no rank
+  // sleeps, so waits that never sleep keep their cost. The raising rank's store
+  // is not fenced against that load (a fence would cost every small operation):
+  // a sleeper may miss a wake-up in that window of a few nanoseconds, so sleeps
+  // are short (core::Backoff's naps) and the sleeper polls its flag a moment
+  // after registering, by when such a store is visible.
+  struct alignas(64) Sleep {
+    std::atomic<uint32_t> seq{0};
+    std::atomic<uint32_t> sleepers{0};
+  };
+  static_assert(std::atomic<uint32_t>::is_always_lock_free && sizeof(std::atomic<uint32_t>) == 4,
+                "the futex word must be a plain 32-bit word");
+  void wake() {
+    if (sleep_->sleepers.load(std::memory_order_relaxed) != 0) wake_all();
+  }
+  // Sleeps up to `ns` unless ready() holds once registered as a sleeper.
+  template <class Ready>
+  void sleep(int64_t ns, Ready ready) {
+    sleep_->sleepers.fetch_add(1, std::memory_order_seq_cst);
+    const uint32_t seen = sleep_->seq.load(std::memory_order_acquire);
+    bool now = false;
+    for (int i = 0; i < 64 && !(now = ready()); ++i) core::cpu_relax();
+    if (!now) sleep_on(seen, ns);
+    sleep_->sleepers.fetch_sub(1, std::memory_order_relaxed);
+  }
   // Payload of a one-shot slot starts this far into the slot's first cache line,
   // right after the slot's sequence flag: a small message and its flag travel
   // between cores as one line.
@@ -61,7 +91,10 @@ class ShmSegment {
   char* slot_line(int rank, int parity) const {
     return slots_ + (static_cast<size_t>(rank) * 2 + static_cast<size_t>(parity)) * slot_stride_;
   }
+  void wake_all();
+  void sleep_on(uint32_t seen, int64_t ns);
   int rank_, n_;
+  Sleep* sleep_ = nullptr;  // after the flags
   size_t slot_stride_, chunk_bytes_;  // bytes per one-shot slot (0: none) and per chunk slot
   size_t bytes_ = 0;
   char* base_ = nullptr;

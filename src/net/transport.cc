@@ -334,7 +334,7 @@ std::string FabricTransport::describe_req(const Request& r) const {
 void FabricTransport::wait(Request* const* reqs, size_t n, const std::string& what) {
   const auto t0 = Clock::now();
   const auto deadline = t0 + opts_.timeout;
-  core::Backoff backoff(opts_.spin_us, t0);
+  core::Backoff backoff(opts_.spin_us, t0, opts_.spin_us > 0);
   size_t first = 0;  // reqs[0, first) are done
   for (;;) {
     bool all = true;
@@ -358,7 +358,7 @@ void FabricTransport::wait(Request* const* reqs, size_t n, const std::string& wh
     // can share 2), then nap, so that oversubscribed ranks leave the CPU to those with
     // work (8 ranks on 2 cores, ring of 1 MiB: ~4x faster than yielding forever; 2-rank
     // ping-pong keeps its ~1-5 us since it never gets past the spin).
-    backoff.idle(now, [this](int64_t ns) { nap(ns); });
+    backoff.idle(now, nap_wakes_, [this](int64_t ns) { nap(ns); });
   }
   std::string pending;
   size_t count = 0;

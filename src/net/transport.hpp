@@ -153,6 +153,9 @@ class Transport {
     timespec ts{0, static_cast<long>(ns)};
     nanosleep(&ts, nullptr);
   }
+  // Whether nap() ends as soon as any pending request can progress (so that a
+  // long nap costs no latency): true when the socket path carries every route.
+  virtual bool nap_wakes() const { return false; }
   // Progress until every request is done; throws core::Error(dcclRemoteError) with the
   // provider's text on a failed completion, core::Error(dcclTimeout) after the timeout.
   // `what` names the operation and step for the error message.

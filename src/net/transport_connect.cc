@@ -144,6 +144,8 @@ void FabricTransport::connect(const std::vector<std::string>& blobs, std::chrono
         return poll(&p, 1, 0) == 0;  // readable once the process has exited
       });
   connected_ = true;
+  // Naps on the sockets end when a message arrives only if the sockets carry everything.
+  nap_wakes_ = sock_ != nullptr && std::all_of(routes_.begin(), routes_.end(), [](const Route& r) { return r.sock_only; });
   // "shm for 3 ranks, tcp;ofi_rxm for 4 ranks (rails: eth0 for 2 ranks, eth1 for 2 ranks)"
   auto ranks = [](int k) { return std::to_string(k) + (k == 1 ? " rank" : " ranks"); };
   std::string log;

@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "core/contention.hpp"
 #include "core/cpu.hpp"
 
 namespace dccl::sched {
@@ -21,14 +22,22 @@ Stream::~Stream() {
 
 namespace {
 // Polls `done` for up to ~20 us, yielding so that oversubscribed cores still turn over.
+// Not when the CPUs are busy with other processes (core/contention.hpp): a yield
+// would then give the core away for a whole time slice, and the condition
+// variable's wait that follows wakes as soon as `done` holds.
 template <class F>
 bool poll_briefly(F done) {
-  auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  if (core::Contention::busy(start)) return done();
+  const auto until = start + std::chrono::microseconds(20);
   for (unsigned i = 0;; ++i) {
     if (done()) return true;
     if ((i & 63) == 63) {
-      if (std::chrono::steady_clock::now() > until) return false;
+      const auto now = Clock::now();
+      if (now > until) return false;
       sched_yield();
+      core::Contention::yielded(now, Clock::now());
     }
     core::cpu_relax();
   }

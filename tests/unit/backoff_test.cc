@@ -1,0 +1,107 @@
+// Waits: core::Backoff's phases (spin, yield, naps) on a quiet and on a busy
+// machine (core::Contention), the naps' growth, and the shared segment's futex
+// (a sleeper is woken by a raised flag long before its nap ends).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/backoff.hpp"
+#include "core/contention.hpp"
+#include "net/shm_segment.hpp"
+
+namespace dccl::core {
+namespace {
+
+using Clock = Backoff::Clock;
+using std::chrono::microseconds;
+using std::chrono::milliseconds;
+
+struct Naps {
+  std::vector<int64_t> ns;
+  auto fn() {
+    return [this](int64_t n) { ns.push_back(n); };
+  }
+};
+
+TEST(Backoff, QuietSpinsThenYieldsThenNaps) {
+  Contention::reset();
+  const auto t0 = Clock::now();
+  Backoff b(50, t0);
+  Naps naps;
+  EXPECT_FALSE(b.idle(t0 + microseconds(10), false, naps.fn()));  // in the spin budget
+  EXPECT_TRUE(b.idle(t0 + microseconds(100), false, naps.fn()));  // a yield
+  EXPECT_TRUE(naps.ns.empty());
+  for (int i = 0; i < 8; ++i) b.idle(t0 + microseconds(600), false, naps.fn());
+  ASSERT_EQ(naps.ns.size(), 8u);
+  EXPECT_EQ(naps.ns[0], 1000);
+  EXPECT_EQ(naps.ns[1], 2000);
+  EXPECT_EQ(naps.ns.back(), Backoff::kMaxNapNs);  // capped early in a wait
+  // Seconds into a wait the naps grow to 1 ms (a 64th of the time waited, capped).
+  for (int i = 0; i < 8; ++i) b.idle(t0 + std::chrono::seconds(2), false, naps.fn());
+  EXPECT_EQ(naps.ns.back(), Backoff::kMaxWakeNapNs);
+}
+
+TEST(Backoff, NapsThatWakeAreLong) {
+  Contention::reset();
+  const auto t0 = Clock::now();
+  Backoff b(0, t0);
+  Naps naps;
+  b.idle(t0 + milliseconds(1), true, naps.fn());
+  ASSERT_EQ(naps.ns.size(), 1u);
+  EXPECT_EQ(naps.ns[0], Backoff::kMaxWakeNapNs);
+}
+
+TEST(Backoff, BusyMachineSleepsAfterTheSpin) {
+  const auto t0 = Clock::now();
+  Contention::mark(t0);
+  Backoff b(50, t0);
+  Naps naps;
+  EXPECT_FALSE(b.idle(t0 + microseconds(1), true, naps.fn()));  // spins
+  EXPECT_TRUE(b.idle(t0 + microseconds(60), true, naps.fn()));  // then sleeps: no yield
+  EXPECT_EQ(naps.ns.size(), 1u);
+  Contention::reset();
+}
+
+TEST(Contention, LongYieldsMarkTheMachineBusyForAWhile) {
+  Contention::reset();
+  const auto t0 = Clock::now();
+  Contention::yielded(t0, t0 + microseconds(20));  // a peer rank handed the core back
+  EXPECT_FALSE(Contention::busy(t0 + microseconds(30)));
+  Contention::yielded(t0, t0 + milliseconds(4));  // behind another process's time slice
+  EXPECT_TRUE(Contention::busy(t0 + milliseconds(5)));
+  EXPECT_FALSE(Contention::busy(t0 + milliseconds(4) + Contention::kHold + milliseconds(1)));
+  Contention::reset();
+}
+
+}  // namespace
+}  // namespace dccl::core
+
+namespace dccl::net {
+namespace {
+
+TEST(ShmSegmentSleep, RaisedFlagWakesASleeper) {
+  std::string name;
+  ShmSegment seg(0, 1, 64, 0, [&](const std::string& n) { name = n; }, [&] { return name; }, [] {});
+  std::atomic<uint64_t>& flag = seg.seq(0, 0);
+  std::thread raiser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    flag.store(1, std::memory_order_release);
+    seg.wake();
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  // One nap of up to 20 s: ends when the flag is raised (a lost wake-up would take it all).
+  while (flag.load(std::memory_order_acquire) == 0)
+    seg.sleep(20'000'000'000, [&] { return flag.load(std::memory_order_acquire) != 0; });
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  raiser.join();
+  EXPECT_LT(waited, std::chrono::seconds(10));
+  // Nobody sleeps now: wake() costs a load.
+  seg.wake();
+}
+
+}  // namespace
+}  // namespace dccl::net
