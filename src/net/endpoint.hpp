@@ -75,7 +75,7 @@ class Endpoint {
   // Registers [buf, buf+len) on this domain for local send/recv; throws core::Error.
   Fid<fid_mr> register_buffer(const void* buf, size_t len);
   // Device memory by dma-buf: fi_mr_regattr with FI_MR_DMABUF and an fi_mr_attr of the
-  // newest layout (mem/fi_dmabuf_compat.hpp). Throws core::Error(dcclUnavailable) naming
+  // newest layout (net/fi_dmabuf_compat.hpp). Throws core::Error(dcclUnavailable) naming
   // the runtime version when libfabric is older than 1.20, or when the endpoint was
   // opened without FI_HMEM; dcclSystemError when the provider refuses.
   Fid<fid_mr> register_dmabuf(int fd, uint64_t offset, size_t len, void* base, int iface, int device);

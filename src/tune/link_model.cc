@@ -12,7 +12,7 @@ namespace {
 constexpr LinkModel kShm{1.0, 10.0, 10.0};
 // Over TCP on one host, 1 MiB chunks: the socket path carries them whole, and fewer,
 // larger messages beat 512 KiB (2 ranks, 4 MiB, 8 interleaved launches, medians:
-// 256 KiB 3.27 ms, 512 KiB 2.36, 1 MiB 2.16, 2 MiB 2.23; docs/performance.md).
+// 256 KiB 3.27 ms, 512 KiB 2.36, 1 MiB 2.16, 2 MiB 2.23).
 constexpr LinkModel kTcp{6.9, 3.1, 10.0, size_t{1} << 20};
 // A cloud NIC (100 Gbit/s per accelerator, 15 us per message), as the model's tables.
 constexpr LinkModel kCloudNic{15.0, 12.5, 10.0};

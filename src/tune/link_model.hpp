@@ -17,7 +17,7 @@ struct LinkModel {
 
 // The parameters for a provider summary ("shm", "tcp;ofi_rxm", "shm+tcp;ofi_rxm",
 // "efa", ...): the slowest class present. shm and tcp are fitted by bench/model to
-// dccl-perf runs on a 2-core host (docs/performance.md); efa and verbs take the
+// dccl-perf runs on a 2-core host; efa and verbs take the
 // cloud parameters the model's scale-out tables state.
 LinkModel link_model_for(const std::string& provider_summary);
 
@@ -34,7 +34,7 @@ size_t rd_allreduce_max_bytes(int nranks, const LinkModel& m);
 // environment set it, else that setting's default, or 512 KiB for 2 ranks, so that
 // each rank's part of a chunk is 256 KiB as with 256 KiB over 4. Measured against
 // 256 KiB (9 and 7 interleaved launches, medians): 2 ranks 1/4/16/64 MiB 3-7% faster;
-// 4 ranks 1 and 16 MiB 3-7% slower (docs/performance.md, sixth run).
+// 4 ranks 1 and 16 MiB 3-7% slower: what matters is each rank's part of a chunk.
 size_t smem_chunk_bytes(size_t configured, bool set_in_env, int nranks);
 
 }  // namespace dccl::tune

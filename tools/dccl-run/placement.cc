@@ -10,7 +10,7 @@ namespace dcclrun {
 // CPU r * cpus / n, every CPU used). Neighbours in rank order are the ring's
 // neighbours, recursive doubling's first partners and an emulated host's ranks: on a
 // shared core they hand it to each other when they wait, and the placement is the
-// same in every launch. Measured with 4 ranks on 2 cores over TCP (docs/performance.md):
+// same in every launch. Measured with 4 ranks on 2 cores over TCP:
 // medians at 8 B to 4 MiB level with leaving the ranks unbound, within the noise,
 // with fewer and shorter slow launches; emulated hosts 3-4x faster at 8 B (unbound,
 // each host's ranks busy-polled on CPUs shared with the other's). Every emulated
