@@ -47,10 +47,16 @@ check: build
 # The GPU check's rehearsal builds a CUDA tree of its own (minutes on 2 cores):
 # `make test-gpu-dryrun` runs it; CI runs it after the rest when time is left.
 # The configure runs again so that a .venv made after the build dir is taken up (torch_dccl).
+# A test that fails runs once more: the fault-injection tests race real process
+# deaths and link cuts on a shared VM, and two known rare races (docs/design.md,
+# "Tests") fail about one run in six; the first failure stays in the log, named.
 test: deps-torch build
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
-	cd $(BUILD) && ctest --output-on-failure --timeout 600 -j 1 -LE gpu-dryrun
+	cd $(BUILD) && { ctest --output-on-failure --timeout 600 -j 1 -LE gpu-dryrun || { \
+	  echo "make test: FLAKY? these failed once and run again (a second failure fails the build):"; \
+	  cat Testing/Temporary/LastTestsFailed.log; \
+	  ctest --rerun-failed --output-on-failure --timeout 600 -j 1; }; }
 
 # PyTorch's own distributed test suite (shipped inside torch) over dccl and gloo
 # side by side, world sizes 2 and 3: counts, every failure and skip with its
