@@ -1,9 +1,11 @@
-// ompi-perf / mpich-perf: dccl-perf's measurement on MPI's collectives.
-// The same source is built twice, against Open MPI (pkg-config ompi-c) and
-// against MPICH (pkg-config mpich); run each with its own launcher:
+// ompi-perf / mpich-perf / impi-perf: dccl-perf's measurement on MPI's collectives.
+// The same source is built three times, against Open MPI (pkg-config ompi-c),
+// MPICH (pkg-config mpich) and Intel MPI (PyPI's impi-devel, on libfabric);
+// run each with its own launcher:
 //   mpirun.openmpi --allow-run-as-root --oversubscribe -np 4
 //       --mca pml ob1 --mca btl vader,self   ompi-perf all_reduce -b 8 -e 64M -f 4
 //   mpirun.mpich -np 4                       mpich-perf all_reduce -b 8 -e 64M -f 4
+//   .peers/bin/mpirun -n 4                   impi-perf all_reduce -b 8 -e 64M -f 4
 // Calls: MPI_Allreduce, MPI_Allgather, MPI_Reduce_scatter_block, MPI_Bcast,
 // MPI_Reduce, MPI_Alltoall; MPI_IN_PLACE for the in-place columns. The library
 // picks the algorithm (--algo is not accepted); its transport is whatever the
@@ -89,8 +91,10 @@ class MpiBackend : public peerbench::Backend {
   // The launcher passes its settings as environment variables: Open MPI's
   // --mca X Y becomes OMPI_MCA_X=Y in every rank.
   std::string transport() const override {
-#ifdef OPEN_MPI
+#if defined(OPEN_MPI)
     return "pml " + env_or("OMPI_MCA_pml", "auto") + ", btl " + env_or("OMPI_MCA_btl", "auto");
+#elif defined(I_MPI_VERSION)
+    return "I_MPI_FABRICS " + env_or("I_MPI_FABRICS", "shm:ofi") + ", FI_PROVIDER " + env_or("FI_PROVIDER", "auto");
 #else
     std::string t = env_or("MPIR_CVAR_NOLOCAL", "0") == "1" ? "netmod for local peers (NOLOCAL=1)"
                                                             : "ch4 shm for local peers";
