@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 namespace peerbench {
@@ -209,6 +210,14 @@ int parse(int argc, char** argv, const char* prog, const char* algos, Options* o
   const int rc = dcclperf::parse_args(int(rest.size()), rest.data(), opt, &error);
   if (rc == 2 && maybe_rank0()) std::fprintf(stderr, "%s: %s (see %s --help)\n", prog, error.c_str(), prog);
   return rc;
+}
+
+int parse_fixed_algo(int argc, char** argv, const char* prog, const char* chooses, Options* opt) {
+  std::string algo;
+  const int rc = parse(argc, argv, prog, (std::string("none (") + chooses + ")").c_str(), opt, &algo);
+  if (rc != 0 || algo.empty() || algo == "default") return rc;
+  if (maybe_rank0()) std::fprintf(stderr, "%s: --algo: %s\n", prog, chooses);
+  return 2;
 }
 
 int run(Backend& b, const Options& o, const char* prog) {

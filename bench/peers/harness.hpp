@@ -64,6 +64,10 @@ class Backend {
 int parse(int argc, char** argv, const char* prog, const char* algos, dcclperf::Options* opt,
           std::string* algo);
 
+// parse() for a library that chooses its algorithm itself: --algo other than
+// "default" is a usage error that says so (`chooses`: who chooses, and how).
+int parse_fixed_algo(int argc, char** argv, const char* prog, const char* chooses, dcclperf::Options* opt);
+
 // Runs the size sweep on `b` and prints/writes the results. Returns the exit code.
 int run(Backend& b, const dcclperf::Options& opt, const char* prog);
 

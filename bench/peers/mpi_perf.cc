@@ -179,14 +179,9 @@ class MpiBackend : public peerbench::Backend {
 
 int main(int argc, char** argv) {
   dcclperf::Options opt;
-  std::string algo;
-  const int prc = peerbench::parse(argc, argv, PEER_PROG, "none (the MPI library chooses)", &opt, &algo);
+  const int prc = peerbench::parse_fixed_algo(argc, argv, PEER_PROG, "the MPI library chooses its algorithm", &opt);
   if (prc == 1) return 0;
   if (prc != 0) return 2;
-  if (!algo.empty() && algo != "default") {
-    std::fprintf(stderr, "%s: --algo: the MPI library chooses its algorithm\n", PEER_PROG);
-    return 2;
-  }
   MPI_Init(&argc, &argv);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   int rc = 0;

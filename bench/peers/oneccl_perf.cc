@@ -167,14 +167,10 @@ int run(const dcclperf::Options& opt) {
 
 int main(int argc, char** argv) {
   dcclperf::Options opt;
-  std::string algo;
-  const int prc = peerbench::parse(argc, argv, kProg, "none (oneCCL chooses; CCL_ALLREDUCE=...)", &opt, &algo);
+  const int prc = peerbench::parse_fixed_algo(argc, argv, kProg,
+                                              "oneCCL chooses its algorithm (CCL_ALLREDUCE=... overrides it)", &opt);
   if (prc == 1) return 0;
   if (prc != 0) return 2;
-  if (!algo.empty() && algo != "default") {
-    std::fprintf(stderr, "%s: --algo: oneCCL chooses its algorithm (CCL_ALLREDUCE=... overrides it)\n", kProg);
-    return 2;
-  }
   ccl::init();
   MPI_Init(&argc, &argv);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
