@@ -25,3 +25,26 @@ wait_for() {
   done
   return 1
 }
+
+# hold_hosts DCCL_RUN HOSTS [dccl-run options...]: emulated hosts for programs
+# started with `ip netns exec` (flows, other launchers): dccl-run in the background
+# with one sleeping rank per host. Sets held (its pid) and emu (dccl-<pid>, the
+# namespaces' prefix). release_hosts ends it (SIGTERM: dccl-run removes the
+# namespaces) and fails when any is left.
+hold_hosts() {
+  local run=$1 n=$2
+  shift 2
+  "$run" --hosts "$(printf '1%.0s+' $(seq 2 "$n"))1" "$@" --timeout 900 bash -c 'exec sleep 890' &
+  held=$! emu=dccl-$!
+  wait_for "/run/netns/$emu-h*" "$n" 20 || fail "the emulated hosts did not come up within 20 s"
+  sleep 0.5
+}
+release_hosts() {
+  [ -n "$held" ] || return 0
+  kill "$held" 2>/dev/null
+  wait "$held" 2>/dev/null
+  local left
+  left=$(left_of "$held")
+  held=
+  [ -z "$left" ] || fail "namespaces left behind: $(echo $left)"
+}
