@@ -19,7 +19,7 @@ trap 'rm -rf "$dir"; release_hosts' EXIT
 start_fabric() {
   hold_hosts "$run" 4 --fabric --leaves 2 --spines 2 --rate "$rate" "$@" 2>/dev/null
   local h
-  for h in 0 1; do ip netns exec $emu-h$h sysctl -qw net.ipv4.tcp_tw_reuse=1; done
+  for h in 0 1; do ip netns exec $emu-h$h sh -c 'echo 1 >/proc/sys/net/ipv4/tcp_tw_reuse'; done
 }
 stop_fabric() { release_hosts 2>/dev/null; }
 spine_tx() {  # bytes each spine sent to leaf 1: "s0 s1"
@@ -33,7 +33,7 @@ flows() {
   local src=$1 dst=$2 t=$3
   shift 3
   local addr="198.18.1.$((dst + 1))" port=$((5000 + dst))
-  ip netns exec $emu-h$dst python3 "$flows" serve $port $(echo "$t + 1.5" | bc) >"$dir/srv.$dst" &
+  ip netns exec $emu-h$dst python3 "$flows" serve $port $(awk -v t="$t" 'BEGIN { print t + 1.5 }') >"$dir/srv.$dst" &
   local srv=$!
   sleep 0.5
   ip netns exec $emu-h$src python3 "$flows" send $addr $port $t "$@"

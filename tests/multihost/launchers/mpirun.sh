@@ -1,0 +1,35 @@
+#!/bin/bash
+# Open MPI's mpirun across emulated hosts: 2 hosts on a fabric (dccl-run --fabric),
+# mpirun started in host 0 with its rsh agent replaced by netns-rsh (which enters
+# a host's namespaces), 2 ranks on each host by address. The ranks (dccl-perf) know
+# only Open MPI's variables (OMPI_COMM_WORLD_*) and the store's address and secret
+# (DCCL_ADDR, DCCL_SECRET, passed with -x). Checks: exit 0, every result right (0
+# wrong), ranks 0,1 on dccl-h0 and 2,3 on dccl-h1, nothing left behind.
+# usage: mpirun.sh DCCL_RUN DCCL_PERF. Exit 77 (skipped) without emulation or Open MPI.
+. "$(dirname "$0")/../lib.sh"
+need_emulation
+run=$1 perf=$2
+command -v mpirun >/dev/null || skip "Open MPI's mpirun is not installed (scripts/install-deps installs openmpi-bin)"
+agent=$(cd "$(dirname "$0")" && pwd)/netns-rsh
+out=$(mktemp)
+trap 'rm -f "$out"; release_hosts' EXIT
+hold_hosts "$run" 2 --fabric
+unset DCCL_RANK DCCL_WORLD_SIZE DCCL_ID DCCL_LOCAL_RANK DCCL_LOCAL_SIZE
+export DCCL_EMU_NETNS=$emu
+secret=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+timeout 120 ip netns exec $emu-h0 unshare --uts sh -c 'hostname dccl-h0 && exec "$@"' mpirun \
+  mpirun --allow-run-as-root --mca plm_rsh_agent "$agent" --mca oob_tcp_if_include eth0 \
+  --mca btl self,tcp --mca btl_tcp_if_include eth0 \
+  -H 198.18.0.1:2,198.18.1.2:2 -np 4 -x DCCL_ADDR=198.18.0.1:29555 -x DCCL_SECRET=$secret -x DCCL_TIMEOUT_S=60 \
+  "$perf" all_reduce -b 8 -e 512K -f 16 -n 2 -w 1 >"$out" 2>&1
+rc=$?
+cat "$out"
+[ $rc -eq 0 ] || fail "mpirun exited with $rc"
+for r in 0 1 2 3; do
+  grep -q "^#  Rank  $r Pid [0-9]* on dccl-h$((r / 2)) " "$out" || fail "rank $r is not on dccl-h$((r / 2))"
+done
+rows=$(awk '$1 ~ /^[0-9]+$/ && $3 == "float"' "$out")
+[ "$(echo "$rows" | wc -l)" = 5 ] || fail "expected 5 sizes (8 B to 512 KiB) in dccl-perf's output"
+echo "$rows" | awk '$9 != 0 || $13 != 0 { bad = 1 } END { exit bad }' || fail "wrong results"
+release_hosts
+echo "OK: mpirun across 2 emulated hosts x 2 ranks, 5 sizes right, nothing left"
