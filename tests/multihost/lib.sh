@@ -48,3 +48,15 @@ release_hosts() {
   held=
   [ -z "$left" ] || fail "namespaces left behind: $(echo $left)"
 }
+
+# check_2x2 FILE: dccl-perf's output (all_reduce -b 8 -e 512K -f 16) of 4 ranks on 2
+# emulated hosts: ranks 0,1 on dccl-h0 and 2,3 on dccl-h1, 5 sizes, 0 wrong.
+check_2x2() {
+  local r rows
+  for r in 0 1 2 3; do
+    grep -q "^#  Rank  $r Pid [0-9]* on dccl-h$((r / 2)) " "$1" || fail "rank $r is not on dccl-h$((r / 2))"
+  done
+  rows=$(awk '$1 ~ /^[0-9]+$/ && $3 == "float"' "$1")
+  [ "$(echo "$rows" | wc -l)" = 5 ] || fail "expected 5 sizes (8 B to 512 KiB) in dccl-perf's output"
+  echo "$rows" | awk '$9 != 0 || $13 != 0 { bad = 1 } END { exit bad }' || fail "wrong results"
+}

@@ -107,12 +107,7 @@ timeout 120 ip netns exec $emu-h0 srun -N 2 --ntasks-per-node 2 "$perf" all_redu
 rc=$?
 cat "$out"
 [ $rc -eq 0 ] || { show_logs; fail "srun exited with $rc"; }
-for r in 0 1 2 3; do
-  grep -q "^#  Rank  $r Pid [0-9]* on dccl-h$((r / 2)) " "$out" || fail "rank $r is not on dccl-h$((r / 2))"
-done
-rows=$(awk '$1 ~ /^[0-9]+$/ && $3 == "float"' "$out")
-[ "$(echo "$rows" | wc -l)" = 5 ] || fail "expected 5 sizes (8 B to 512 KiB) in dccl-perf's output"
-echo "$rows" | awk '$9 != 0 || $13 != 0 { bad = 1 } END { exit bad }' || fail "wrong results"
+check_2x2 "$out"
 stop_daemons
 release_hosts
 echo "OK: srun -N 2 --ntasks-per-node 2 across 2 emulated hosts, 5 sizes right, nothing left"
