@@ -14,6 +14,8 @@ run=$1
 flows=$(dirname "$0")/flows.py
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"; release_hosts' EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
 hold_hosts "$run" 4 --fabric --leaves 2 --spines 2 --rate 1gbit --flow-rate 100mbit
 ns=$emu
 for l in 0 1; do

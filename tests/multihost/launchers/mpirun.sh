@@ -13,6 +13,8 @@ command -v mpirun >/dev/null || skip "Open MPI's mpirun is not installed (script
 agent=$(cd "$(dirname "$0")" && pwd)/netns-rsh
 out=$(mktemp)
 trap 'rm -f "$out"; release_hosts' EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
 hold_hosts "$run" 2 --fabric
 unset DCCL_RANK DCCL_WORLD_SIZE DCCL_ID DCCL_LOCAL_RANK DCCL_LOCAL_SIZE
 export DCCL_EMU_NETNS=$emu

@@ -25,8 +25,16 @@ stop_daemons() {
     kill -KILL "$p" 2>/dev/null
   done
   daemons=()
+  # What outlives slurmd (slurmstepd, the job's tasks after an interrupted run): every
+  # process left in the hosts' namespaces but dccl-run's sleeping ranks.
+  [ -n "$emu" ] || return 0
+  for p in $(ip netns pids $emu-h0 2>/dev/null) $(ip netns pids $emu-h1 2>/dev/null); do
+    [ "$(cat /proc/$p/comm 2>/dev/null)" = sleep ] || kill -KILL "$p" 2>/dev/null
+  done
 }
 trap 'stop_daemons; release_hosts; rm -rf "$dir"' EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
 show_logs() { for f in "$dir"/*.log "$dir"/*.out; do echo "== $f"; tail -20 "$f"; done; }
 
 hold_hosts "$run" 2 --fabric
