@@ -30,7 +30,7 @@ wait_for() {
 # started with `ip netns exec` (flows, other launchers): dccl-run in the background
 # with one sleeping rank per host. Sets held (its pid) and emu (dccl-<pid>, the
 # namespaces' prefix). release_hosts ends it (SIGTERM: dccl-run removes the
-# namespaces) and fails when any is left.
+# namespaces, after killing what else runs in them) and fails when any is left.
 hold_hosts() {
   local run=$1 n=$2
   shift 2
@@ -41,6 +41,14 @@ hold_hosts() {
 }
 release_hosts() {
   [ -n "$held" ] || return 0
+  # What the test started in the hosts and may outlive it (daemons' children, ranks
+  # of an interrupted launcher): every process there but dccl-run's sleeping ranks.
+  local p ns
+  for ns in /run/netns/$emu-h*; do
+    for p in $(ip netns pids "${ns##*/}" 2>/dev/null); do
+      [ "$(cat /proc/$p/comm 2>/dev/null)" = sleep ] || kill -KILL "$p" 2>/dev/null
+    done
+  done
   kill "$held" 2>/dev/null
   wait "$held" 2>/dev/null
   local left

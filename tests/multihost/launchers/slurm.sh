@@ -25,12 +25,6 @@ stop_daemons() {
     kill -KILL "$p" 2>/dev/null
   done
   daemons=()
-  # What outlives slurmd (slurmstepd, the job's tasks after an interrupted run): every
-  # process left in the hosts' namespaces but dccl-run's sleeping ranks.
-  [ -n "$emu" ] || return 0
-  for p in $(ip netns pids $emu-h0 2>/dev/null) $(ip netns pids $emu-h1 2>/dev/null); do
-    [ "$(cat /proc/$p/comm 2>/dev/null)" = sleep ] || kill -KILL "$p" 2>/dev/null
-  done
 }
 trap 'stop_daemons; release_hosts; rm -rf "$dir"' EXIT
 trap 'exit 143' TERM
@@ -75,16 +69,18 @@ NodeName=dccl-h0 NodeAddr=198.18.0.1 CPUs=2 State=UNKNOWN
 NodeName=dccl-h1 NodeAddr=198.18.1.2 CPUs=2 State=UNKNOWN
 PartitionName=emu Nodes=ALL Default=YES MaxTime=10 State=UP
 CONF
-# slurmd needs a cgroup plugin even with proctrack/linuxproc and task/none (22.05
-# has no "disabled" one), and this machine's cgroups are v1 (v2 fails: "Hybrid mode
-# is not supported"): a tmpfs with the v1 hierarchies slurmd may use, mounted in
-# slurmd's own mount namespace (the one `ip netns exec` makes), as a host has them.
-cat >"$dir/cgroup.conf" <<CONF
-CgroupPlugin=cgroup/v1
-CgroupMountpoint=/sys/fs/cgroup
-CONF
-cgmount='mount -t tmpfs cgroup /sys/fs/cgroup && for c in freezer cpuset memory devices cpu cpuacct; do
-  mkdir -p /sys/fs/cgroup/$c && mount -t cgroup -o $c cgroup /sys/fs/cgroup/$c || exit 1; done && exec "$@"'
+# slurmd needs a cgroup plugin even with proctrack/linuxproc and task/none (22.05 has
+# no "disabled" one), and cgroups mounted; `ip netns exec` gives slurmd a mount
+# namespace with a fresh /sys without them, so they are mounted there. Machines with v1 controllers get the v1 hierarchies (cgroup/v2 fails
+# on them: "Hybrid mode is not supported"); pure v2 machines get cgroup2.
+if grep -qv '^0::' /proc/self/cgroup; then
+  printf 'CgroupPlugin=cgroup/v1\nCgroupMountpoint=/sys/fs/cgroup\n' >"$dir/cgroup.conf"
+  cgmount='mount -t tmpfs cgroup /sys/fs/cgroup && for c in freezer cpuset memory devices cpu cpuacct; do
+    mkdir -p /sys/fs/cgroup/$c && mount -t cgroup -o $c cgroup /sys/fs/cgroup/$c || exit 1; done && exec "$@"'
+else
+  printf 'CgroupPlugin=cgroup/v2\nIgnoreSystemd=yes\n' >"$dir/cgroup.conf"
+  cgmount='mount -t cgroup2 cgroup2 /sys/fs/cgroup && exec "$@"'
+fi
 mkdir -p "$dir/spool-dccl-h0" "$dir/spool-dccl-h1"
 export SLURM_CONF=$dir/slurm.conf
 # on HOST CMD...: CMD in emulated host HOST's network namespace, with hostname dccl-hHOST.
