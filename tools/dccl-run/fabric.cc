@@ -45,8 +45,6 @@ std::string fabric_host_address(const FabricSpec& f, int host) {
 
 std::string fabric_gateway(int leaf) { return num("198.18.", leaf) + ".254"; }
 
-int flow_bucket(int sport, int dport) { return 16 * (sport & 15) + (dport & 15); }
-
 std::string leaf_batch(const FabricSpec& f, int leaf, const std::string& ns_prefix) {
   std::string b = "link set lo up\n";
   b += "link add br0 type bridge stp_state 0 forward_delay 0\n";

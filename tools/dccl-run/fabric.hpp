@@ -42,8 +42,6 @@ constexpr int kFlowBuckets = 256;
 int leaf_of(const FabricSpec& f, int host);
 std::string fabric_host_address(const FabricSpec& f, int host);  // 198.18.<leaf>.<host+1>
 std::string fabric_gateway(int leaf);                             // 198.18.<leaf>.254
-// The flow-cap bucket of a TCP segment from sport to dport (what the u32 filters compute).
-int flow_bucket(int sport, int dport);
 
 // `ip -b` text run in leaf l's namespace (creates its veths to its hosts, named
 // eth0 there, and to the spines, named l<l> there; `ns_prefix` is dccl-<pid>).

@@ -3,7 +3,8 @@
 # at 1gbit, each TCP flow capped at 100mbit):
 #   - each leaf routes the other leaf's subnet over both spines, and every router
 #     hashes on addresses, protocol and ports (sysctls);
-#   - one TCP flow from host 0 to host 2 gets the flow cap (70-105 % of it);
+#   - one TCP flow from host 0 to host 2 gets the flow cap (70-105 % of it), in the
+#     class its ports' low nibbles name;
 #   - 16 flows with different ports both spines carry (each >= 10 % of the bytes,
 #     by the spines' `ip -s link` counters; all 16 on one spine: 2^-15);
 #   - the namespaces are gone when dccl-run ends.
@@ -51,6 +52,9 @@ send() {  # SECONDS SPORT... from host 0 to host 2; the receiver's lines
 one=$(send 2 40001)
 echo "one flow: $one"
 echo "$one" | awk '{ exit !(NF == 5 && $5 >= 70 && $5 <= 105) }' || fail "one flow got $(echo "$one" | awk '{print $5}') Mbit/s, expected 70-105 (cap 100mbit)"
+# The u32 tables put port 40001 -> 5001 (low nibbles 1 and 9) in class 1:100 + 16 * 1 + 9.
+sent=$(tc -n $ns-h0 -s class show dev eth0 classid 1:119 | awk '$1 == "Sent" { print $2 }')
+[ "${sent:-0}" -gt 10000000 ] || fail "class 1:119 sent ${sent:-0} bytes of the flow from port 40001 to 5001: $(tc -n $ns-h0 -s class show dev eth0 | grep -B1 'Sent [1-9][0-9]\{6\}')"
 before=$(spine_tx)
 many=$(send 1.5 $(seq 40101 40116))
 after=$(spine_tx)
