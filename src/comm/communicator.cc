@@ -20,7 +20,7 @@
 #include "net/provider.hpp"
 #include "net/rails.hpp"
 #include "net/signals.hpp"
-#include "tune/link_model.hpp"
+#include "tune/plan.hpp"
 
 namespace dccl::comm {
 
@@ -105,23 +105,16 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   }
   if (place_.local_size < 0) place_.local_size = topo_.local_size;
 
-  // More ranks than cores here: busy-polling only steals the core a peer needs.
-  // The cores are the union of the host's ranks' affinities, not this rank's
-  // binding (under mpirun each rank may be bound to a core of its own). Decided
-  // before the transport is made, whose own waits take the same budget.
-  const int local = topo_.local_size;
-  if (!cfg_.set_in_env("DCCL_SPIN_US") && host_cores > 0 && local > host_cores) {
-    cfg_.spin_us = 0;
-    DCCL_INFO("%d ranks on %d cores (the union of this host's ranks' CPU affinities): yielding instead of "
-              "spinning while waiting", local, host_cores);
-  }
+  // Decided before the transport is made, whose own waits take the same budget.
+  const tune::SpinPlan spin = tune::spin_plan(topo_.local_size, host_cores, cfg_);
+  if (spin.spin_us != cfg_.spin_us) DCCL_INFO("%s", spin.why.c_str());
 
   net::TransportOptions to;
   to.host = host_id;
   to.rank = rank;
   to.nranks = nranks;
   to.provider = cfg_.provider;
-  to.spin_us = cfg_.spin_us;
+  to.spin_us = spin.spin_us;
   to.timeout = timeout;
   // Every message is cut at the staging slot size, whatever path each end takes.
   to.max_part_bytes = cfg_.staging_slot_bytes;
@@ -145,17 +138,17 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   for (const std::string& s : net::reset_and_report_signal_handlers(cfg_.provider))
     DCCL_INFO("signals: default action restored for %s, a provider library DirectCCL does not use", s.c_str());
   net_ = net::Transport::create(to);
-  const bool same_host = topo_.nhosts() == 1;
   net_->connect(boot_->allgather(net_->local_blob()), init_deadline_);
   provider_ = net_->provider_summary();
+  plan_ = tune::make_plan({.nranks = nranks, .nhosts = topo_.nhosts(), .local_size = topo_.local_size,
+                           .uniform = topo_.uniform(), .host_cores = host_cores, .provider = provider_},
+                          cfg_);
   if (rank == 0)
     for (const auto& line : net_->topology()) DCCL_INFO("topology: %s", line.c_str());
   check_same_settings();
 
-  size_t smem_limit = open_shared_segment(same_host);
-  const bool smem_chunks = smem_ && smem_->chunk_bytes() > 0;
-  tuner_ = std::make_unique<tune::Tuner>(cfg_.algo, cfg_.chunk_bytes, same_host, smem_limit, smem_chunks,
-                                         tune::link_model_for(provider_));
+  open_shared_segment();
+  tuner_ = std::make_unique<tune::Tuner>(plan_);
   mem::PathOptions po;
   po.rank = rank;
   po.nranks = nranks;
@@ -174,7 +167,7 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   res_.tuner = tuner_.get();
   res_.paths = paths_.get();
   res_.stats = &stats_;
-  res_.spin_us = cfg_.spin_us;
+  res_.spin_us = plan_.spin.spin_us;
   res_.timeout_ms = cfg_.timeout_ms;
   res_.check = cfg_.check;
   res_.smem = smem_.get();
@@ -267,7 +260,7 @@ dcclStats_t Communicator::stats() const {
 // Ranks on several hosts, as many on each (and more than one): one sub-communicator
 // for this rank's host and one across hosts for its local rank.
 void Communicator::make_levels() {
-  if (!cfg_.hier || topo_.nhosts() < 2 || !topo_.uniform() || topo_.local_size < 2) return;
+  if (!plan_.hier) return;
   std::unique_ptr<Communicator> local = split(topo_.host, topo_.local_rank);
   std::unique_ptr<Communicator> cross;
   try {
@@ -277,7 +270,7 @@ void Communicator::make_levels() {
     local->halt(dcclRemoteError, "rank " + std::to_string(rank_) + ": init failed", true);
     throw;
   }
-  auto levels = std::make_unique<CommLevels>(topo_, cfg_.timeout_ms, cfg_.hier_piece_bytes, std::move(local),
+  auto levels = std::make_unique<CommLevels>(topo_, cfg_.timeout_ms, plan_.hier_piece_bytes, std::move(local),
                                              std::move(cross), &res_.deadline);
   res_.levels = levels.get();
   {
@@ -292,29 +285,17 @@ void Communicator::make_levels() {
               topo_.local_size);
 }
 
-// The segment's chunk as this rank will use it: what the settings check compares, so
-// that a rank that set DCCL_SMEM_CHUNK_BYTES to the default and one that left it
-// unset (which may differ by rank count) are told apart.
-size_t Communicator::smem_chunk_bytes() const {
-  return tune::smem_chunk_bytes(cfg_.smem_chunk_bytes, cfg_.set_in_env("DCCL_SMEM_CHUNK_BYTES"), nranks_);
-}
-
 // All ranks on this host: a shared segment for one-shot small allreduces and
-// pipelined larger ones. Every rank must end up with it or none does, so the
-// outcome is agreed on. Returns the one-shot limit (0: none).
-size_t Communicator::open_shared_segment(bool same_host) {
-  size_t limit = cfg_.smem_bytes;
-  if (nranks_ > 4 && limit > (16u << 10)) limit = 16u << 10;
-  size_t chunk = smem_chunk_bytes();
-  // Two chunk slots per rank; keep the whole segment within 64 MiB.
-  const size_t chunk_cap = (32u << 20) / static_cast<size_t>(nranks_ > 0 ? nranks_ : 1);
-  if (chunk > chunk_cap) chunk = chunk_cap & ~size_t{63};
-  if (!same_host || nranks_ < 2 || (limit == 0 && chunk == 0)) return 0;
+// pipelined larger ones, as the plan sizes it. Every rank must end up with it or
+// none does, so the outcome is agreed on; the plan records it.
+void Communicator::open_shared_segment() {
+  if (!plan_.segment) return;
   bool ok = true;
   try {
     smem_ = std::make_unique<net::ShmSegment>(
-        rank_, nranks_, limit, chunk, [&](const std::string& name) { boot_->set("smem", name); },
-        [&] { return boot_->get("smem"); }, [&] { boot_->barrier(); });
+        rank_, nranks_, plan_.smem_oneshot_bytes, plan_.smem_chunk_bytes,
+        [&](const std::string& name) { boot_->set("smem", name); }, [&] { return boot_->get("smem"); },
+        [&] { boot_->barrier(); });
   } catch (const Error& e) {
     DCCL_INFO("no shared-memory segment: %s", e.what());
     ok = false;
@@ -323,9 +304,8 @@ size_t Communicator::open_shared_segment(bool same_host) {
     if (v != "1") ok = false;
   if (!ok) {
     smem_.reset();
-    return 0;
+    plan_.segment = false;
   }
-  return limit;
 }
 
 // Settings that shape the wire must agree, or ranks would wait on each other forever.
@@ -333,7 +313,7 @@ void Communicator::check_same_settings() {
   std::string mine = "DCCL_STAGING_SLOT_BYTES=" + std::to_string(cfg_.staging_slot_bytes) +
                      " DCCL_CHUNK_BYTES=" + std::to_string(cfg_.chunk_bytes) + " DCCL_ALGO='" + cfg_.algo + "'" +
                      " DCCL_SMEM_BYTES=" + std::to_string(cfg_.smem_bytes) +
-                     " DCCL_SMEM_CHUNK_BYTES=" + std::to_string(smem_chunk_bytes()) +
+                     " DCCL_SMEM_CHUNK_BYTES=" + std::to_string(plan_.smem_chunk_bytes) +
                      " DCCL_HIER=" + std::to_string(cfg_.hier) +
                      " DCCL_HIER_PIECE_BYTES=" + std::to_string(cfg_.hier_piece_bytes) +
                      " DCCL_CHECK=" + std::to_string(cfg_.check ? 1 : 0) +
@@ -413,8 +393,12 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key, const core
     int rank;
     ~RestoreLogRank() { log_set_rank(rank); }
   } restore{rank_};
+  // Without settings of its own the child waits as this one decided to (its ranks
+  // share their hosts' cores with this communicator's).
+  core::Config inherited = cfg_;
+  inherited.spin_us = plan_.spin.spin_us;
   auto child =
-      std::make_unique<Communicator>(id, new_n, new_rank, std::move(server), "", place_, cfg ? cfg : &cfg_, deadline);
+      std::make_unique<Communicator>(id, new_n, new_rank, std::move(server), "", place_, cfg ? cfg : &inherited, deadline);
   std::vector<std::string> names;
   for (const auto& m : members) names.push_back(peer_names_[static_cast<size_t>(m.second)]);
   child->set_peer_names(std::move(names));

@@ -50,6 +50,7 @@ class Communicator {
   const core::Config& config() const { return cfg_; }
   const std::string& provider() const { return provider_; }
   const tune::Topology& topology() const { return topo_; }
+  const tune::Plan& plan() const { return plan_; }
   const Place& place() const { return place_; }
   const net::Transport& transport() const { return *net_; }
 
@@ -138,8 +139,7 @@ class Communicator {
   // Stops this communicator's work: in-flight waits and later calls fail with `text`.
   void set_failed(dcclResult_t code, const std::string& text);
   void check_same_settings();
-  size_t open_shared_segment(bool same_host);
-  size_t smem_chunk_bytes() const;
+  void open_shared_segment();
   void make_levels();
   // Where this rank's store for a split child listens: DCCL_SOCKET_IFNAME's
   // address when set, else the address this rank reaches its own store by.
@@ -160,6 +160,7 @@ class Communicator {
   dcclResult_t failure_code_ = dcclRemoteError;
   std::unique_ptr<Watchdog> watchdog_;
   std::unique_ptr<net::Transport> net_;
+  tune::Plan plan_;  // every threshold, cap and chunk this communicator runs with
   std::unique_ptr<tune::Tuner> tuner_;
   std::unique_ptr<net::ShmSegment> smem_;
   std::string rxm_eager_;  // effective FI_OFI_RXM_EAGER_LIMIT
