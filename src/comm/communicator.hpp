@@ -51,7 +51,6 @@ class Communicator {
   const core::Config& config() const { return cfg_; }
   const std::string& provider() const { return provider_; }
   const tune::Topology& topology() const { return topo_; }
-  const tune::Plan& plan() const { return plan_; }
   const Place& place() const { return place_; }
   const net::Transport& transport() const { return *net_; }
 
