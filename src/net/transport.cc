@@ -334,7 +334,7 @@ std::string FabricTransport::describe_req(const Request& r) const {
 void FabricTransport::wait(Request* const* reqs, size_t n, const std::string& what) {
   const auto t0 = Clock::now();
   const auto deadline = t0 + opts_.timeout;
-  core::Backoff backoff(opts_.spin_us, t0, opts_.spin_us > 0);
+  core::Backoff backoff(opts_.spin_us, t0);
   size_t first = 0;  // reqs[0, first) are done
   for (;;) {
     bool all = true;
