@@ -121,7 +121,7 @@ bool Ctx::poll(Xfer& x) {
 size_t Ctx::wait_any(Xfer* const* xs, size_t n) {
   auto start = Clock::now();
   auto deadline = wait_deadline(start);
-  core::Backoff backoff(in_.comm->spin_us, start, in_.comm->spin_us > 0);
+  core::Backoff backoff(in_.comm->spin_us, start);
   for (unsigned iter = 0;; ++iter) {
     bool any_active = false;
     for (size_t i = 0; i < n; ++i) {
