@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <thread>
 #include <cinttypes>
+#include <cerrno>
+#include <cstring>
 
 #include "bootstrap/unique_id.hpp"
 #include "coll/ctx.hpp"
@@ -52,6 +54,22 @@ struct Capped {
   Capped(const Capped&) = delete;
   Capped& operator=(const Capped&) = delete;
 };
+}  // namespace
+
+namespace {
+// "node7" of "rank 3 on node7".
+std::string host_of_rank(const std::string& name) {
+  const size_t at = name.find(" on ");
+  return at == std::string::npos ? name : name.substr(at + 4);
+}
+// The same on every rank of a communicator, different for another (its store or namespace).
+std::string recorder_comm_id(const boot::UniqueIdData& id, const std::string& ns) {
+  uint64_t h = 1469598103934665603ULL;
+  for (char c : id.host + ":" + std::to_string(id.port) + "/" + ns) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  char out[20];
+  snprintf(out, sizeof(out), "%016llx", static_cast<unsigned long long>(h));
+  return out;
+}
 }  // namespace
 
 Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
@@ -104,6 +122,15 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
     }
   }
   if (place_.local_size < 0) place_.local_size = topo_.local_size;
+  rec_ = std::make_unique<core::Recorder>(static_cast<size_t>(cfg_.recorder));
+  rec_->identify(rank, nranks, host_of_rank(peer_names_[static_cast<size_t>(rank)]).c_str(),
+                 recorder_comm_id(id, ns).c_str(), cfg_.recorder_dir.c_str());
+  {
+    std::vector<std::string> hosts;
+    for (const std::string& n : peer_names_) hosts.push_back(host_of_rank(n));
+    rec_->set_hosts(hosts);
+  }
+  if (!cfg_.recorder_dir.empty() && rec_->on()) core::Recorder::install_signal_handlers();
 
   // More ranks than cores here: busy-polling only steals the core a peer needs.
   // The cores are the union of the host's ranks' affinities, not this rank's
@@ -181,6 +208,7 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   res_.peer_names = &peer_names_;
   res_.failed = &failed_;
   res_.failure = &failure_;
+  res_.rec = rec_.get();
   watchdog_ = std::make_unique<Watchdog>(
       id, rank, nranks, ns, *boot_, boot_mu_,
       [this](dcclResult_t c, const std::string& t) {
@@ -190,6 +218,11 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
         if (net_) net_->peers_failed();
       },
       time_left(init_deadline_));
+  if (cfg_.status_ms > 0) {  // the live view (dccl-info --job) and dumps asked for by other ranks
+    if (rank == 0) boot_->set(StatusPublisher::kDumpKey, "0");
+    status_ = std::make_unique<StatusPublisher>(id, rank, nranks, ns, rec_->host(), *rec_, [this] { return stats(); },
+                                                std::chrono::milliseconds(cfg_.status_ms), time_left(init_deadline_));
+  }
   try {
     make_levels();
     // Every rank has every address (and watches for failures) before anyone sends.
@@ -210,6 +243,7 @@ Communicator::~Communicator() {
   // No path frees state that a submission still uses, whatever the timeout
   // (dcclCommDestroy leaks the communicator instead of coming here then).
   while (!quiesce()) DCCL_WARN("destroy: an aborted operation has still not returned; waiting for it");
+  status_.reset();
   {
     std::unique_ptr<CommLevels> levels;  // every rank destroys its sub-communicators at the same point
     {
@@ -469,6 +503,8 @@ void Communicator::set_failed(dcclResult_t code, const std::string& text) {
     std::lock_guard<std::mutex> lk(levels_mu_);
     if (levels_) levels_->halt(code, text, announced_.load());
   }
+  if (rec_)  // into DCCL_RECORDER_DIR, if set
+    rec_->dump(((aborted_.load() ? "abort: " : code == dcclTimeout ? "timeout: " : "failure: ") + text).c_str());
   DCCL_WARN("communicator stopped: %s", text.c_str());
 }
 
@@ -499,6 +535,28 @@ void Communicator::stop(const std::string& text) {
   set_failed(dcclRemoteError, text);
   std::lock_guard<std::mutex> lk(order_mu_);
   order_cv_.notify_all();
+}
+
+}  // namespace dccl::comm
+
+namespace dccl::comm {
+
+void Communicator::dump_recorder(const char* dir, const char* reason) {
+  if (!rec_->on()) raise(dcclInvalidUsage, describe(rank_, "dcclCommDumpRecorder", "the flight recorder is off (DCCL_RECORDER=0)"));
+  if ((!dir || !dir[0]) && cfg_.recorder_dir.empty())
+    raise(dcclInvalidArgument, describe(rank_, "dcclCommDumpRecorder", "no folder: pass one, or set DCCL_RECORDER_DIR"));
+  if (!rec_->dump(reason, dir && dir[0] ? dir : nullptr))
+    raise(dcclSystemError, describe(rank_, "dcclCommDumpRecorder",
+                                    std::string("could not write to ") + (dir && dir[0] ? dir : cfg_.recorder_dir.c_str()) +
+                                        ": " + strerror(errno)));
+}
+
+void Communicator::request_dumps() {
+  if (!status_) raise(dcclInvalidUsage, describe(rank_, "dcclCommDumpRecorder", "the other ranks take dump requests only "
+                                                                                "with DCCL_STATUS_MS > 0"));
+  std::lock_guard<std::mutex> lk(boot_mu_);
+  const std::string gen = boot_->get(StatusPublisher::kDumpKey);
+  boot_->set(StatusPublisher::kDumpKey, std::to_string(std::stoull(gen) + 1));
 }
 
 }  // namespace dccl::comm

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/config_table.hpp"
+#include "core/recorder.hpp"
 #include "coll/hier.hpp"
 #include "coll/scratch.hpp"
 #include "mem/path_choice.hpp"
@@ -37,6 +38,7 @@ struct Resources {
   const std::atomic<bool>* failed = nullptr;  // see coll::CtxInit
   const std::string* failure = nullptr;
   dcclResult_t failure_code = dcclRemoteError;
+  core::Recorder* rec = nullptr;  // the flight recorder (null: none)
 };
 
 // Executes `ops` (one call, or a group of calls on one communicator): send/recv are
