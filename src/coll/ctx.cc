@@ -64,6 +64,7 @@ namespace {
 void arm(Xfer& x, int peer, uint64_t tag, bool is_send, net::Transport* net, size_t bytes) {
   x.req.reset();
   x.req.len = bytes;  // for the flight recorder's step
+  core::Recorder::posted(peer, is_send, bytes);
   x.req.peer = peer;
   x.req.tag = tag;
   x.req.is_send = is_send;

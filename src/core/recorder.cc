@@ -103,7 +103,8 @@ void write_entry(Out& o, int rank, const RecEntry& e) {
   for (uint32_t j = 0; j < n; ++j) {
     const RecStep& st = e.steps[j];
     if (j) o.c(',');
-    o.c('[').i(st.peer).c(',').q(st.send ? "send" : "recv").c(',').u(st.bytes).c(',').i(st.done_ns).c(']');
+    o.c('[').i(st.peer).c(',').q(st.send ? "send" : "recv").c(',').u(st.bytes).c(',').i(st.posted_ns).c(',');
+    o.i(st.done_ns).c(']');
   }
   o.s("]}\n");
 }
@@ -237,19 +238,32 @@ void Recorder::failing(int code) {
 RecEntry* Recorder::current() { return tls_current.e; }
 void Recorder::set_current(RecEntry* e) { tls_current.e = e; }
 
+void Recorder::posted(int peer, bool send, uint64_t bytes) {
+  RecEntry* e = tls_current.e;
+  if (!e) return;
+  if (e->nsteps == RecEntry::kSteps) {
+    ++e->dropped;
+    return;
+  }
+  RecStep& s = e->steps[e->nsteps++];
+  s.peer = peer;
+  s.send = send ? 1 : 0;
+  s.bytes = bytes;
+  s.posted_ns = now_ns();
+  s.done_ns = 0;
+}
+
 void Recorder::step(int peer, bool send, uint64_t bytes) {
   RecEntry* e = tls_current.e;
   if (!e) return;
   const int64_t t = now_ns();
   (send ? e->sent : e->recvd) += bytes;
-  if (e->nsteps < RecEntry::kSteps) {
-    RecStep& s = e->steps[e->nsteps++];
-    s.peer = peer;
-    s.send = send ? 1 : 0;
-    s.bytes = bytes;
-    s.done_ns = t;
-  } else {
-    ++e->dropped;
+  for (uint32_t i = 0; i < e->nsteps; ++i) {  // the oldest of this peer's transfers in flight
+    RecStep& s = e->steps[i];
+    if (s.done_ns == 0 && s.peer == peer && s.send == (send ? 1u : 0u)) {
+      s.done_ns = t;
+      break;
+    }
   }
   if (tls_current.r) tls_current.r->last_ns_.store(t, std::memory_order_relaxed);
 }

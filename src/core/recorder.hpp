@@ -22,7 +22,7 @@ struct RecStep {
   int32_t peer = -1;
   uint32_t send = 0;  // 1: sent to peer, 0: received from peer
   uint64_t bytes = 0;
-  int64_t done_ns = 0;  // CLOCK_REALTIME
+  int64_t posted_ns = 0, done_ns = 0;  // CLOCK_REALTIME; done 0: still in flight
 };
 
 struct RecEntry {
@@ -77,7 +77,9 @@ class Recorder {
   // The entry of the call this thread runs, if any.
   static RecEntry* current();
   static void set_current(RecEntry* e);
-  // A transfer of the current call completed (no-op when none is recorded).
+  // A transfer of the current call was posted, then completed (no-op when no call
+  // is recorded). The steps past the kept ones are only counted.
+  static void posted(int peer, bool send, uint64_t bytes);
   static void step(int peer, bool send, uint64_t bytes);
 
   // The current call is failing with `code` (its error is on its way out).

@@ -51,13 +51,16 @@ TEST(Recorder, RingKeepsTheNewestCalls) {
 TEST(Recorder, StepsAreKeptThenCounted) {
   Recorder r(2);
   RecEntry* e = r.begin(1, "all_gather", 8, "int32", "sum", 0, -1);
+  for (uint32_t i = 0; i < RecEntry::kSteps + 3; ++i) Recorder::posted(static_cast<int>(i % 3), i % 2 == 0, 10);
+  EXPECT_EQ(e->steps[1].done_ns, 0);  // in flight
   for (uint32_t i = 0; i < RecEntry::kSteps + 3; ++i) Recorder::step(static_cast<int>(i % 3), i % 2 == 0, 10);
   EXPECT_EQ(e->nsteps, RecEntry::kSteps);
   EXPECT_EQ(e->dropped, 3u);
   EXPECT_EQ(e->sent + e->recvd, 10u * (RecEntry::kSteps + 3));
   EXPECT_EQ(e->steps[1].peer, 1);
   EXPECT_EQ(e->steps[1].send, 0u);
-  EXPECT_GE(e->steps[1].done_ns, e->start_ns);
+  EXPECT_GE(e->steps[1].posted_ns, e->start_ns);
+  EXPECT_GE(e->steps[1].done_ns, e->steps[1].posted_ns);
   r.end(e, 0);
   Recorder::step(0, true, 99);  // no call: nothing recorded
   RecEntry last;
@@ -69,9 +72,11 @@ TEST(Recorder, NestedCallRestoresItsParent) {
   Recorder parent(2), child(2);
   RecEntry* p = parent.begin(1, "all_reduce", 4, "float32", "sum", 0, -1);
   RecEntry* c = child.begin(7, "reduce_scatter", 2, "float32", "sum", 0, -1);
+  Recorder::posted(1, true, 8);
   Recorder::step(1, true, 8);
   child.end(c, 0);
   EXPECT_EQ(Recorder::current(), p);
+  Recorder::posted(2, false, 16);
   Recorder::step(2, false, 16);
   parent.end(p, 0);
   EXPECT_EQ(c->sent, 8u);

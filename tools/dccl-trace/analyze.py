@@ -62,18 +62,29 @@ def entry_state(job):
 
 
 def link_rates(job):
-    """Per link (sender, receiver): bytes and seconds of its steps, from both ends' completion times."""
-    links = {}
+    """Per link (sender, receiver): MB/s of its transfers. A transfer's time runs from
+    the later of its send's and its receive's posting to the receive's completion (the
+    k-th send from A to B in a call pairs with B's k-th receive from A); a transfer
+    whose other end left no dump counts from its own posting to its completion.
+    Ranks on several machines: their clocks must agree (NTP/PTP) to the scale of a step."""
+    ends = {}  # (seq, sender, receiver, way) -> [(posted, done, bytes)]
     for r, d in job.ranks.items():
-        for c in d.colls().values():
-            prev = c["start_ns"]
-            for peer, way, nbytes, done in c.get("steps", []):
-                dur = max(done - prev, 1)
-                prev = max(prev, done)
-                key = (r, peer) if way == "send" else (peer, r)
-                b, t = links.get(key, (0, 0))
-                links[key] = (b + nbytes, t + dur)
-    return {k: (b / (t / 1e9) / 1e6 if t else 0.0) for k, (b, t) in links.items() if b > 0}
+        for s, c in d.colls().items():
+            for peer, way, nbytes, posted, done in c.get("steps", []):
+                key = (s, r, peer, "send") if way == "send" else (s, peer, r, "recv")
+                ends.setdefault(key, []).append((posted, done, nbytes))
+    links = {}
+    for (s, a, b, way), mine in ends.items():
+        if way == "send" and (s, a, b, "recv") in ends:
+            continue  # counted from the receiving end
+        other = ends.get((s, a, b, "send"), []) if way == "recv" else []
+        for i, (posted, done, nbytes) in enumerate(mine):
+            if done <= 0 or nbytes == 0:
+                continue
+            start = max(posted, other[i][0]) if i < len(other) else posted
+            tb, tt = links.get((a, b), (0, 0))
+            links[(a, b)] = (tb + nbytes, tt + max(done - start, 1))
+    return {k: b / (t / 1e9) / 1e6 for k, (b, t) in links.items()}
 
 
 def waits(job):
@@ -138,7 +149,8 @@ def analyze(job):
     ahead = [r for r, c in last.items() if c and c["seq"] == frontier]
     frontier_call = job.ranks[ahead[0]].colls()[frontier] if ahead else None
     # Ranks that did not enter a call the others did: the furthest behind first.
-    behind = sorted((r for r, c in last.items() if (c["seq"] if c else -1) < frontier),
+    # (A rank stuck inside an earlier call did enter what it could: it is waiting, see waited_on.)
+    behind = sorted((r for r, c in last.items() if (c["seq"] if c else -1) < frontier and (not c or c["result"] == 0)),
                     key=lambda r: (last[r]["seq"] if last[r] else -1, r))
     rep["not_entered"] = []
     for r in behind:
@@ -182,6 +194,10 @@ def culprit(job, rep, frontier_call):
         return who(n["rank"], "not entered", n["call"], "never entered %s, which ranks %s entered" % (
             n["call"], ",".join(map(str, sorted(set(job.ranks) - {x["rank"] for x in rep["not_entered"]})))))
     call = call_text(frontier_call) if frontier_call else None
+    chain = waited_chain(job)
+    if chain:
+        r, c, why = chain
+        return who(r, why[0], call_text(c) if c else call, why[1])
     if rep["missing"] and rep["stuck"]:
         # Who the failure reports name, among the ranks that left no dump.
         votes = {}
@@ -221,4 +237,43 @@ def culprit(job, rep, frontier_call):
             return None  # nobody kept the others waiting for long
         return who(w["rank"], "late", busiest[0], "the others waited %.1f ms in all for it to enter %s calls" % (
             w["ms"], busiest[0]))
+    return None
+
+
+def waited_chain(job):
+    """Follows the transfers in flight: a rank stuck in a call waits to receive from a
+    peer; that peer waits on another... The chain ends at a rank that left no dump or
+    that finished the call (its data never arrived: its link, or its host). Returns
+    (rank, call, (kind, why)) or None."""
+    stuck = {}
+    for r, d in job.ranks.items():
+        colls = d.colls()
+        if colls:
+            c = colls[max(colls)]
+            if c["result"] != 0:
+                stuck[r] = c
+    for c in sorted(stuck.values(), key=lambda c: c["seq"]):
+        start = next(r for r, x in stuck.items() if x is c)
+        r, seen, path = start, set(), [start]
+        while r not in seen:
+            seen.add(r)
+            c = stuck.get(r)
+            if c is None:
+                break
+            pending = [st[0] for st in c.get("steps", []) if st[4] <= 0 and st[1] == "recv"]
+            if not pending:
+                break
+            p = pending[0]
+            path.append(p)
+            if p not in job.ranks:
+                return p, c, ("no dump", "left no dump (stopped, killed or cut off); ranks waited on it in turn: %s, "
+                                         "inside %s" % (" -> ".join(map(str, path)), call_text(c)))
+            mine = job.ranks[p].colls().get(c["seq"])
+            if mine is not None and mine["result"] == 0:
+                return p, c, ("data lost", "finished %s, but what it sent never arrived (its link or its host); "
+                                           "ranks waited on it in turn: %s" % (call_text(c), " -> ".join(map(str, path))))
+            if mine is None:
+                return p, c, ("not entered", "never entered %s; ranks waited on it in turn: %s" % (
+                    call_text(c), " -> ".join(map(str, path))))
+            r = p
     return None

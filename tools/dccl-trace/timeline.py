@@ -22,12 +22,11 @@ def events(job, pid=0):
                 name += " (failed)"
             ev.append({"name": name, "cat": c["coll"], "ph": "X", "pid": pid, "tid": r, "ts": us(c["start_ns"]),
                        "dur": max((end - c["start_ns"]) / 1000.0, 0.001), "args": args})
-            prev = c["start_ns"]
-            for peer, way, nbytes, done in c.get("steps", []):
+            for peer, way, nbytes, posted, done in c.get("steps", []):
+                done = done if done > 0 else end  # still in flight at the dump
                 ev.append({"name": "%s %s %d B" % (way, "to" if way == "send" else "from", nbytes) + " rank %d" % peer,
-                           "cat": "step", "ph": "X", "pid": pid, "tid": r, "ts": us(prev),
-                           "dur": max((done - prev) / 1000.0, 0.001), "args": {"peer": peer, "bytes": nbytes}})
-                prev = max(prev, done)
+                           "cat": "step", "ph": "X", "pid": pid, "tid": r, "ts": us(posted),
+                           "dur": max((done - posted) / 1000.0, 0.001), "args": {"peer": peer, "bytes": nbytes}})
         if d.reason:
             ev.append({"name": "dump: " + d.reason[:120], "ph": "i", "s": "t", "pid": pid, "tid": r,
                        "ts": us(d.header.get("time_ns", t0))})
