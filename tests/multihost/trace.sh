@@ -56,6 +56,7 @@ ok=1
 if [ "$mode" != slow ]; then
   # The live view while the others wait (before their timeout ends the call).
   sleep 1.5
+  ip netns exec dccl-$pid-h0 "$info" --job "$addr" --secret "$secret" --stale-s 1 || true  # the table, for the log
   ip netns exec dccl-$pid-h0 "$info" --job "$addr" --secret "$secret" --json --stale-s 1 > "$dir/live.json" 2>&1 ||
     { cat "$dir/live.json"; ok=0; }
   [ $ok = 1 ] && { check "live view" "$dir/live.json" 'doc["culprit"]' || ok=0; }

@@ -153,7 +153,8 @@ int job_view(int argc, char** argv) {
       culprit = &r;
       kind = "stale";
       why = r.have ? "its status record is " + std::to_string(static_cast<int>(r.age_s)) +
-                         " s old: stopped, killed or cut off; its last call " + r.call()
+                         " s old: stopped, killed or cut off; its last call " +
+                         (r.call() == "-" ? std::string("none recorded") : r.call())
                    : "no status record";
     }
   for (const Row& r : rows)
@@ -184,7 +185,7 @@ int job_view(int argc, char** argv) {
       printf("],\"culprit\":null}\n");
     return 0;
   }
-  printf("%-5s %-16s %-8s %-10s %-36s %9s %11s %9s %8s %8s\n", "rank", "host", "pid", "state", "call", "in call s",
+  printf("%-5s %-16s %-8s %-11s %-36s %9s %11s %9s %8s %8s\n", "rank", "host", "pid", "state", "call", "in call s",
          "progress s", "record s", "calls", "ops");
   for (const Row& r : rows) {
     if (!r.have) {
@@ -192,10 +193,11 @@ int job_view(int argc, char** argv) {
       continue;
     }
     const bool in = field(r.rec, "state") == "in call";
-    char in_s[16] = "-";
+    char in_s[16] = "-", prog_s[16] = "-";
     if (in) snprintf(in_s, sizeof(in_s), "%.1f", r.in_call_s);
-    printf("%-5d %-16.16s %-8s %-10s %-36.36s %9s %11.1f %9.1f %8s %8s\n", r.rank, field(r.rec, "host").c_str(),
-           field(r.rec, "pid").c_str(), field(r.rec, "state").c_str(), r.call().c_str(), in_s, r.progress_s,
+    if (num(r.rec, "last_progress_ns") > 0) snprintf(prog_s, sizeof(prog_s), "%.1f", r.progress_s);
+    printf("%-5d %-16.16s %-8s %-11s %-36.36s %9s %11s %9.1f %8s %8s\n", r.rank, field(r.rec, "host").c_str(),
+           field(r.rec, "pid").c_str(), field(r.rec, "state").c_str(), r.call().c_str(), in_s, prog_s,
            r.age_s, field(r.rec, "calls").c_str(), field(r.rec, "ops").c_str());
   }
   if (culprit)
