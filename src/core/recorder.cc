@@ -17,7 +17,8 @@ struct Current {
   RecEntry* e = nullptr;
   Recorder* r = nullptr;
 };
-thread_local Current tls_current;
+// initial-exec: one instruction per access from the shared library, no __tls_get_addr call.
+__attribute__((tls_model("initial-exec"))) thread_local Current tls_current;
 
 // The process's recorders, for the signal handlers (no lock: a handler may run anywhere).
 constexpr int kSlots = 256;
