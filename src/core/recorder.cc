@@ -17,8 +17,9 @@ struct Current {
   RecEntry* e = nullptr;
   Recorder* r = nullptr;
 };
-// initial-exec: one instruction per access from the shared library, no __tls_get_addr call.
-__attribute__((tls_model("initial-exec"))) thread_local Current tls_current;
+// The default TLS model: libdccl.so may be loaded by dlopen (torch_dccl), where
+// initial-exec would take from the static TLS reserve that other libraries need.
+thread_local Current tls_current;
 
 // The process's recorders, for the signal handlers (no lock: a handler may run anywhere).
 constexpr int kSlots = 256;
