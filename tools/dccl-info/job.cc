@@ -18,6 +18,7 @@
 
 #include "bootstrap/bootstrap.hpp"
 #include "bootstrap/unique_id.hpp"
+#include "core/config.hpp"
 #include "core/error.hpp"
 #include "core/recorder.hpp"
 #include "json_text.hpp"
@@ -82,7 +83,7 @@ std::unique_ptr<Bootstrap> find_job(const dccl::boot::UniqueIdData& id, std::str
 }  // namespace
 
 int job_view(int argc, char** argv) {
-  std::string addr, secret = getenv("DCCL_SECRET") ? getenv("DCCL_SECRET") : "";
+  std::string addr, secret = dccl::core::env_text("DCCL_SECRET");
   std::string ns;
   bool json = false;
   double stale_s = 3.0;
