@@ -309,7 +309,9 @@ bool Recorder::dump(const char* reason, const char* dir) const noexcept {
   {
     Out o(fd);
     const uint64_t head = head_.load(std::memory_order_acquire);
-    const uint64_t first = head > cap_ ? head - cap_ : 0;
+    // The oldest slot is the next one begin() takes: a dump taken while the ring's
+    // writer runs (another thread, or the thread a signal interrupted) leaves it out.
+    const uint64_t first = head >= cap_ ? head - cap_ + 1 : 0;
     o.s("{\"header\":1").k("rank").i(rank_).k("nranks").i(nranks_).k("host").q(host_).k("pid").i(getpid());
     o.k("comm").q(comm_).k("reason").q(reason).k("time_ns").i(now_ns()).k("calls").u(head);
     o.k("capacity").u(cap_).k("first").u(first).k("last_progress_ns").i(last_ns_.load());
