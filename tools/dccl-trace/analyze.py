@@ -194,6 +194,21 @@ def culprit(job, rep, frontier_call):
         return who(n["rank"], "not entered", n["call"], "never entered %s, which ranks %s entered" % (
             n["call"], ",".join(map(str, sorted(set(job.ranks) - {x["rank"] for x in rep["not_entered"]})))))
     call = call_text(frontier_call) if frontier_call else None
+    if rep["stuck"]:
+        # The failure report one rank made reaches the others through the store: a rank
+        # whose dump shows only a failure of its own, while the others share one, never
+        # heard it (its link, or the store's link to it, is down).
+        texts = {r: d.reason.split(": ", 1)[-1] for r, d in job.ranks.items()}
+        shared = {}
+        for r, t in texts.items():
+            shared.setdefault(t, []).append(r)
+        common = max(shared.values(), key=len)
+        odd = [r for r in job.ranks if r not in common]
+        if len(common) >= 2 and len(odd) == 1:
+            r = odd[0]
+            colls = job.ranks[r].colls()
+            return who(r, "cut off", call_text(colls[max(colls)]) if colls else call, "the failure report ranks %s shared never reached it; it failed on its "
+                       "own: %s" % (",".join(map(str, sorted(common))), job.ranks[r].reason[:160]))
     chain = waited_chain(job)
     if chain:
         r, c, why = chain
