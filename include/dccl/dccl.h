@@ -256,6 +256,18 @@ typedef struct {
 } dcclStats_t;
 dcclResult_t dcclCommGetStats(dcclComm_t comm, dcclStats_t* stats);
 
+/* ---- flight recorder (docs/observability.md) ----
+ * Every communicator keeps its last DCCL_RECORDER calls. dcclCommDumpRecorder
+ * writes this rank's as JSON lines to dir (NULL or "": DCCL_RECORDER_DIR) and,
+ * when allRanks is nonzero, asks every other rank through the store to write
+ * its own to its DCCL_RECORDER_DIR within DCCL_STATUS_MS. dccl-trace reads them.
+ * Local (not collective); may be called from any thread. */
+dcclResult_t dcclCommDumpRecorder(dcclComm_t comm, const char* dir, int allRanks);
+/* The caller's name and number for its next call on comm (a framework's process
+ * group name and its own sequence number), kept in that call's record. group: at
+ * most 31 bytes are kept; NULL clears it. */
+dcclResult_t dcclCommSetCallTag(dcclComm_t comm, const char* group, uint64_t seq);
+
 /* ---- memory: host, emulated accelerator (sim) and CUDA ---- */
 typedef enum { dcclMemHost = 0, dcclMemSim = 1, dcclMemCuda = 2 } dcclMemType_t;
 dcclResult_t dcclMemAlloc(void** ptr, size_t bytes, dcclMemType_t type);

@@ -172,6 +172,8 @@ c10::intrusive_ptr<WorkDCCL> ProcessGroupDCCL::enqueue(c10d::OpType type, const 
     if (aborted_) fail(rank_, size_, op, "the group was aborted before this operation ran");
     try {
       if (call && check_calls_) agree(op, seq, *call);
+      // The flight recorder's record of the call names this group and its own sequence number.
+      if (call) dcclCommSetCallTag(comm_, getGroupUid().c_str(), seq_base_ + seq);
       body();
     } catch (...) {
       failed_ = true;

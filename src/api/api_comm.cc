@@ -296,4 +296,18 @@ dcclResult_t dcclCommGetStats(dcclComm_t comm, dcclStats_t* stats) {
   });
 }
 
+dcclResult_t dcclCommDumpRecorder(dcclComm_t comm, const char* dir, int allRanks) {
+  return api::guard("dcclCommDumpRecorder", [&] {
+    auto& c = api::comm_of(comm, "dcclCommDumpRecorder");
+    c.dump_recorder(dir, "on demand (dcclCommDumpRecorder)");
+    if (allRanks) c.request_dumps();
+  });
+}
+
+dcclResult_t dcclCommSetCallTag(dcclComm_t comm, const char* group, uint64_t seq) {
+  return api::guard("dcclCommSetCallTag", [&] {
+    api::comm_of(comm, "dcclCommSetCallTag").recorder().set_tag(group ? group : "", seq);
+  });
+}
+
 }  // extern "C"

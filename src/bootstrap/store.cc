@@ -160,7 +160,11 @@ std::string Server::claim(uint64_t cid, Conn& c, const wire::Frame& f) {
   std::string why;
   if (!sp.failed.empty()) {
     why = sp.failed;
-  } else if (sp.members > 0 && sp.nranks != f.nranks) {
+  } else if (watch && sp.members == 0) {
+    // A rank's watcher comes after its claim: this is an observer (dccl-info --job) at a namespace with no ranks.
+    why = "no communicator" + in_ns;
+  } else if (sp.members > 0 && sp.nranks != f.nranks && !(watch && sp.formed)) {
+    // (An observer's watch connection, dccl-info --job, comes to a formed namespace without its size.)
     why = std::string(wire::kConflict) + "world size mismatch" + in_ns + ": " + me + " says " +
           std::to_string(f.nranks) + " ranks, but " + sp.nranks_by + " says " + std::to_string(sp.nranks) +
           "; every rank must be given the same world size";
@@ -171,7 +175,7 @@ std::string Server::claim(uint64_t cid, Conn& c, const wire::Frame& f) {
           claim_text(c) + "; two processes were given the same rank";
   }
   if (!why.empty()) {
-    if (sp.failed.empty() && !sp.formed) fail_space(f.ns, sp, why);
+    if (sp.failed.empty() && !sp.formed && !watch) fail_space(f.ns, sp, why);
     else if (sp.members == 0 && sp.failed.empty()) spaces_.erase(f.ns);
     return why;
   }

@@ -1,4 +1,5 @@
 #include "coll/ctx.hpp"
+#include "core/recorder.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -46,6 +47,7 @@ std::string Ctx::where(const Xfer& x) const {
 }
 
 void Ctx::stop(dcclResult_t code, const std::string& what) const {
+  core::Recorder::failing(code);
   in_.comm->net->cancel_all();
   throw core::Error(code, what);
 }
@@ -59,8 +61,10 @@ void Ctx::fail(const Xfer& x, const std::string& cause) {
 }
 
 namespace {
-void arm(Xfer& x, int peer, uint64_t tag, bool is_send, net::Transport* net) {
+void arm(Xfer& x, int peer, uint64_t tag, bool is_send, net::Transport* net, size_t bytes) {
   x.req.reset();
+  x.req.len = bytes;  // for the flight recorder's step
+  core::Recorder::posted(peer, is_send, bytes);
   x.req.peer = peer;
   x.req.tag = tag;
   x.req.is_send = is_send;
@@ -70,7 +74,7 @@ void arm(Xfer& x, int peer, uint64_t tag, bool is_send, net::Transport* net) {
 }  // namespace
 
 void Ctx::send_tagged(int peer, const void* p, size_t bytes, uint64_t tag, Xfer& x) {
-  arm(x, peer, tag, true, in_.comm->net);
+  arm(x, peer, tag, true, in_.comm->net, bytes);
   if (in_.path) {
     in_.path->post_send(peer, p, bytes, tag, x);
   } else {
@@ -80,7 +84,7 @@ void Ctx::send_tagged(int peer, const void* p, size_t bytes, uint64_t tag, Xfer&
 }
 
 void Ctx::recv_tagged(int peer, void* p, size_t bytes, uint64_t tag, Xfer& x) {
-  arm(x, peer, tag, false, in_.comm->net);
+  arm(x, peer, tag, false, in_.comm->net, bytes);
   if (in_.path) {
     in_.path->post_recv(peer, p, bytes, tag, x);
   } else {
@@ -130,6 +134,7 @@ size_t Ctx::wait_any(Xfer* const* xs, size_t n) {
       any_active = true;
       if (poll(x)) {
         x.active = false;
+        core::Recorder::step(x.req.peer, x.req.is_send, x.req.len);
         return i;
       }
     }

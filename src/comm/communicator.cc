@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <thread>
 #include <cinttypes>
+#include <cerrno>
+#include <cstring>
 
 #include "bootstrap/unique_id.hpp"
 #include "coll/ctx.hpp"
@@ -50,6 +52,7 @@ Communicator::~Communicator() {
   // No path frees state that a submission still uses, whatever the timeout
   // (dcclCommDestroy leaks the communicator instead of coming here then).
   while (!quiesce()) DCCL_WARN("destroy: an aborted operation has still not returned; waiting for it");
+  status_.reset();
   {
     std::unique_ptr<CommLevels> levels;  // every rank destroys its sub-communicators at the same point
     {
@@ -227,6 +230,8 @@ void Communicator::set_failed(dcclResult_t code, const std::string& text) {
     std::lock_guard<std::mutex> lk(levels_mu_);
     if (levels_) levels_->halt(code, text, announced_.load());
   }
+  if (rec_)  // into DCCL_RECORDER_DIR, if set
+    rec_->dump(((aborted_.load() ? "abort: " : code == dcclTimeout ? "timeout: " : "failure: ") + text).c_str());
   DCCL_WARN("communicator stopped: %s", text.c_str());
 }
 
@@ -257,6 +262,28 @@ void Communicator::stop(const std::string& text) {
   set_failed(dcclRemoteError, text);
   std::lock_guard<std::mutex> lk(order_mu_);
   order_cv_.notify_all();
+}
+
+}  // namespace dccl::comm
+
+namespace dccl::comm {
+
+void Communicator::dump_recorder(const char* dir, const char* reason) {
+  if (!rec_->on()) raise(dcclInvalidUsage, describe(state_.rank, "dcclCommDumpRecorder", "the flight recorder is off (DCCL_RECORDER=0)"));
+  if ((!dir || !dir[0]) && cfg_.recorder_dir.empty())
+    raise(dcclInvalidArgument, describe(state_.rank, "dcclCommDumpRecorder", "no folder: pass one, or set DCCL_RECORDER_DIR"));
+  if (!rec_->dump(reason, dir && dir[0] ? dir : nullptr))
+    raise(dcclSystemError, describe(state_.rank, "dcclCommDumpRecorder",
+                                    std::string("could not write to ") + (dir && dir[0] ? dir : cfg_.recorder_dir.c_str()) +
+                                        ": " + strerror(errno)));
+}
+
+void Communicator::request_dumps() {
+  if (!status_) raise(dcclInvalidUsage, describe(state_.rank, "dcclCommDumpRecorder", "the other ranks take dump requests only "
+                                                                                "with DCCL_STATUS_MS > 0"));
+  std::lock_guard<std::mutex> lk(boot_mu_);
+  const std::string gen = boot_->get(StatusPublisher::kDumpKey);
+  boot_->set(StatusPublisher::kDumpKey, std::to_string(std::stoull(gen) + 1));
 }
 
 }  // namespace dccl::comm

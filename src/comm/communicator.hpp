@@ -15,6 +15,8 @@
 #include "core/config.hpp"
 #include "core/process.hpp"
 #include "comm/levels.hpp"
+#include "comm/status.hpp"
+#include "core/recorder.hpp"
 #include "comm/watchdog.hpp"
 #include "net/transport.hpp"
 #include "sched/executor.hpp"
@@ -125,6 +127,12 @@ class Communicator {
   dcclResult_t async_error() const { return async_code_.load(); }
   std::string async_error_text() const;
   dcclStats_t stats() const;
+  // The flight recorder (docs/observability.md). dump_recorder() writes this
+  // rank's ring to `dir` (null: DCCL_RECORDER_DIR); request_dumps() asks every
+  // rank, through the store, to write its own. Both throw core::Error.
+  core::Recorder& recorder() { return *rec_; }
+  void dump_recorder(const char* dir, const char* reason);
+  void request_dumps();
 
  private:
   // Runs `ops` in the turn of `ticket` (the submission's place in this communicator's
@@ -148,6 +156,8 @@ class Communicator {
   void make_paths();
   void share_state();
   void start_watchdog(const boot::UniqueIdData& id, const std::string& ns);
+  void start_recorder(const boot::UniqueIdData& id, const std::string& ns);
+  void start_status(const boot::UniqueIdData& id, const std::string& ns);
   void join();  // sub-communicators, then every rank meets
   void check_same_settings();
   void open_shared_segment();
@@ -179,6 +189,8 @@ class Communicator {
   std::unique_ptr<CommLevels> levels_;  // several hosts, same ranks on each: hierarchical algorithms
   sched::Stats stats_;
   sched::Resources res_;
+  std::unique_ptr<core::Recorder> rec_;
+  std::unique_ptr<StatusPublisher> status_;  // stopped first in the destructor
 
   std::atomic<uint64_t> seq_{0};
   std::vector<std::atomic<uint64_t>> p2p_send_, p2p_recv_;

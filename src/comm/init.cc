@@ -4,6 +4,7 @@
 #include <net/if.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <chrono>
 #include <mutex>
 
@@ -23,6 +24,21 @@ using core::raise;
 
 namespace {
 constexpr char kAffinitySep = '\x1f';  // between host id and CPU list in the init allgather
+
+// "node7" of "rank 3 on node7".
+std::string host_of_rank(const std::string& name) {
+  const size_t at = name.find(" on ");
+  return at == std::string::npos ? name : name.substr(at + 4);
+}
+
+// The same on every rank of a communicator, different for another (its store or namespace).
+std::string recorder_comm_id(const boot::UniqueIdData& id, const std::string& ns) {
+  uint64_t h = 1469598103934665603ULL;
+  for (char c : id.host + ":" + std::to_string(id.port) + "/" + ns) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  char out[20];
+  snprintf(out, sizeof(out), "%016llx", static_cast<unsigned long long>(h));
+  return out;
+}
 
 // What is left until `deadline`, at least 1 ms (a wait given 0 would be refused).
 std::chrono::milliseconds time_left(Communicator::TimePoint deadline) {
@@ -49,6 +65,7 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   std::string host_id;
   const int host_cores = learn_topology(&host_id);
   place_process();
+  start_recorder(id, ns);
   // Decided before the transport is made, whose own waits take the same budget.
   const tune::SpinPlan spin = tune::spin_plan(topo_.local_size, host_cores, cfg_);
   if (spin.spin_us != cfg_.spin_us) DCCL_INFO("%s", spin.why.c_str());
@@ -60,6 +77,7 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   make_paths();
   share_state();
   start_watchdog(id, ns);
+  start_status(id, ns);
   join();
   DCCL_INFO("communicator ready: %d ranks, provider %s", nranks, provider_.c_str());
 }
@@ -180,6 +198,7 @@ void Communicator::share_state() {
   res_.paths = paths_.get();
   res_.stats = &stats_;
   res_.check = cfg_.check;
+  res_.rec = rec_.get();
 }
 
 void Communicator::start_watchdog(const boot::UniqueIdData& id, const std::string& ns) {
@@ -192,6 +211,26 @@ void Communicator::start_watchdog(const boot::UniqueIdData& id, const std::strin
         if (net_) net_->peers_failed();
       },
       time_left(init_deadline_));
+}
+
+// The flight recorder (docs/observability.md), named by rank, host and communicator.
+void Communicator::start_recorder(const boot::UniqueIdData& id, const std::string& ns) {
+  rec_ = std::make_unique<core::Recorder>(static_cast<size_t>(cfg_.recorder));
+  rec_->identify(state_.rank, state_.nranks, host_of_rank(state_.peer_names[static_cast<size_t>(state_.rank)]).c_str(),
+                 recorder_comm_id(id, ns).c_str(), cfg_.recorder_dir.c_str());
+  std::vector<std::string> hosts;
+  for (const std::string& n : state_.peer_names) hosts.push_back(host_of_rank(n));
+  rec_->set_hosts(hosts);
+  if (!cfg_.recorder_dir.empty() && rec_->on()) core::Recorder::install_signal_handlers();
+}
+
+// The live view (dccl-info --job) and dumps asked for by other ranks.
+void Communicator::start_status(const boot::UniqueIdData& id, const std::string& ns) {
+  if (cfg_.status_ms <= 0) return;
+  if (state_.rank == 0) boot_->set(StatusPublisher::kDumpKey, "0");
+  status_ = std::make_unique<StatusPublisher>(id, state_.rank, state_.nranks, ns, rec_->host(), *rec_,
+                                              [this] { return stats(); }, std::chrono::milliseconds(cfg_.status_ms),
+                                              time_left(init_deadline_));
 }
 
 void Communicator::join() {

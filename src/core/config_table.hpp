@@ -34,6 +34,9 @@
   X(rxm_eager_bytes, "DCCL_RXM_EAGER_BYTES", Bytes, "256K", "Sets FI_OFI_RXM_EAGER_LIMIT (tcp;ofi_rxm sends up to this size eagerly, without a rendezvous round trip) unless it is set; 0 leaves libfabric's default") \
   X(stats, "DCCL_STATS", Bool, "0", "Print the communicator's data-path statistics at destroy")  \
   X(check, "DCCL_CHECK", Bool, "0", "Check every operation's signature across ranks")           \
+  X(recorder, "DCCL_RECORDER", Int, "512", "Calls kept in each communicator's flight recorder: what was called, the algorithm and data path, each step's completion, how it ended (0: off; docs/observability.md)") \
+  X(recorder_dir, "DCCL_RECORDER_DIR", Str, "", "Folder where each rank writes its flight recorder as JSON lines on a timeout, a failure (its own or another rank's), an abort, a fatal signal, SIGUSR2 or dcclCommDumpRecorder (empty: only where dcclCommDumpRecorder names a folder); dccl-trace reads them") \
+  X(status_ms, "DCCL_STATUS_MS", Int, "1000", "Every this many milliseconds each rank publishes its current call, sequence number and last progress to the store, for dccl-info --job, and takes the dumps other ranks asked for (0: off)") \
   X(spin_us, "DCCL_SPIN_US", Int, DCCL_CFG_STR(DCCL_DEFAULT_SPIN_US), "Microseconds to poll a completion queue before yielding") \
   X(rank, "DCCL_RANK", Int, "-1", "This process's rank (dcclCommInitFromEnv)")                   \
   X(local_rank, "DCCL_LOCAL_RANK", Int, "-1", "This process's rank on its host: picks its network rail and its GPU; -1: from the launcher (LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, SLURM_LOCALID), else the topology") \
@@ -59,6 +62,8 @@
   R("DCCL_SMEM_CHUNK_BYTES", 0, 256ULL << 20)                     \
   R("DCCL_RXM_EAGER_BYTES", 0, 64ULL << 20)                       \
   R("DCCL_SPIN_US", 0, 10000000)                                  \
+  R("DCCL_RECORDER", 0, 1ULL << 20)                               \
+  R("DCCL_STATUS_MS", 0, 3600000)                                 \
   R("DCCL_RANK", -1, 16777215)                                    \
   R("DCCL_LOCAL_RANK", -1, 16777215)                              \
   R("DCCL_WORLD_SIZE", -1, 16777216)

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <string>
 
@@ -32,6 +33,7 @@ coll::CtxInit base_init(Resources& res, const Op& op, coll::Label&& name) {
   coll::CtxInit in;
   mem::PathSel sel = res.paths->select(op.send, op.recv, [&] { return name.str(); }, op.backend);
   in.path = sel.path;
+  if (core::RecEntry* e = core::Recorder::current()) e->path = !sel.path ? "host" : sel.direct ? "direct" : "staged";
   if (!sel.path) {  // host memory: the transport reads and writes the user's buffers
     in.host_sent = &res.stats->sent_direct;
     in.host_recv = &res.stats->recv_direct;
@@ -91,12 +93,30 @@ coll::ScratchPool& Resources::scratch_for(mem::Backend& be) {
   return *p;
 }
 
+namespace {
+// The flight recorder's entry for a call (or a group's send/recv), closed with the
+// call's result when it leaves, by an error too.
+struct Recording {
+  core::Recorder* rec;
+  core::RecEntry* e;
+  Recording(core::Recorder* r, const Op& op, const char* coll, uint64_t count)
+      : rec(r), e(r ? r->begin(op.seq, coll, count, core::dtype_name(op.dt), op.premul ? "premulsum" : core::op_name(op.op),
+                               op.root, op.coll == Coll::SendRecv ? op.peer : -1)
+                    : nullptr) {}
+  ~Recording() {
+    if (e) rec->end(e, !std::uncaught_exceptions() ? dcclSuccess : e->error ? e->error : dcclInternalError);
+  }
+};
+}  // namespace
+
 void execute(Resources& res, std::span<const Op> ops) {
   // Point-to-point calls of the group are posted together, so that matching
   // send/recv pairs between two ranks can never wait on each other.
   std::vector<const Op*> p2p;
   for (const Op& op : ops)
     if (op.coll == Coll::SendRecv) p2p.push_back(&op);
+  std::optional<Recording> p2p_rec;
+  if (!p2p.empty()) p2p_rec.emplace(res.rec, *p2p[0], "send_recv", p2p.size());
   std::vector<std::unique_ptr<coll::Ctx>> pctx;
   std::vector<coll::Xfer> xfers(p2p.size());
   for (size_t i = 0; i < p2p.size(); ++i) {
@@ -113,11 +133,13 @@ void execute(Resources& res, std::span<const Op> ops) {
   }
   for (const Op& op : ops) {
     if (op.coll == Coll::SendRecv) continue;
+    Recording rec(res.rec, op, tune::coll_name(op.coll), op.count);
     if (res.check) check_signature(res, op);
     // Device memory cannot go through the host segment: the table says which can.
     const void* any = op.send ? op.send : op.recv;
     const bool device = any && (op.backend ? *op.backend : mem::backend_of(any)).kind() != mem::Kind::Host;
     tune::Choice ch = res.tuner->choose(op.coll, tuning_bytes(op, res.comm->nranks), res.comm->nranks, device);
+    if (rec.e) rec.e->algo = ch.entry->hier ? "hier" : tune::algo_name(ch.algo);
     // A PreMulSum sums scaled copies; `pre` keeps them until the operation ends.
     std::unique_ptr<coll::Ctx> pre;
     const void* send = op.send;
@@ -134,6 +156,7 @@ void execute(Resources& res, std::span<const Op> ops) {
       try {
         ch.entry->hier(*res.levels, coll::SubOp{sub_coll(op.coll), send, op.recv, op.count, op.dt, op.op, op.root});
       } catch (const core::Error& e) {
+        if (rec.e) rec.e->error = e.code();
         throw core::Error(e.code(), core::describe(res.comm->rank, std::string(tune::coll_name(op.coll)) + " #" +
                                                                  std::to_string(op.seq) + " (hier)",
                                                    e.what()));

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "coll/comm_state.hpp"
+#include "core/recorder.hpp"
 #include "coll/hier.hpp"
 #include "coll/scratch.hpp"
 #include "mem/path_choice.hpp"
@@ -31,6 +32,7 @@ struct Resources {
   std::chrono::steady_clock::time_point deadline{};
   bool check = false;  // DCCL_CHECK
   coll::Levels* levels = nullptr;  // sub-communicators for hierarchical algorithms, if any
+  core::Recorder* rec = nullptr;  // the flight recorder (null: none)
 };
 
 // The sub-collective a hierarchical algorithm runs for collective `c` (its own).

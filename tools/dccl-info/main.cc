@@ -33,6 +33,7 @@
 #include "tune/algo_table.hpp"
 #include "json_text.hpp"
 #include "plan.hpp"
+#include "job.hpp"
 
 namespace {
 
@@ -110,7 +111,7 @@ int print_env() {
 }
 
 const char kUsage[] =
-    "usage: dccl-info [--env | --env-md | --topology | --plan [options] |\n"
+    "usage: dccl-info [--env | --env-md | --topology | --plan [options] | --job HOST:PORT |\n"
     "                  --dmabuf-check [--mem cuda|sim] [--json FILE] | --help]\n"
     "  (none)      version, libfabric providers, network rails, invalid settings, and\n"
     "              peer-direct viability layer by layer for sim and cuda memory\n"
@@ -128,6 +129,8 @@ const char kUsage[] =
     "              invalidation, a trial registration of the fd on a domain opened for it\n"
     "              (DCCL_PROVIDER, else shm then tcp); one line each: [pass], [FAIL] or [n/a].\n"
     "              --mem: the memory (default cuda); --json FILE: also the layers as JSON\n"
+    "  --job HOST:PORT [--secret HEX] [--json]  a running job's live view: each rank's current call,\n"
+    "              sequence number, last progress and counters, from the store (DCCL_SECRET: the secret)\n"
     "  --help      this text\n"
     "Exit status: 0; 1 when a setting is invalid, --topology fails or --dmabuf-check\n"
     "cannot run (the reason on stderr); 2 for a bad option.\n";
@@ -284,6 +287,7 @@ int main(int argc, char** argv) {
   }
   if (argc > 1 && !strcmp(argv[1], "--topology")) return print_topology();
   if (argc > 1 && !strcmp(argv[1], "--plan")) return print_plan(argc, argv);
+  if (argc > 1 && !strcmp(argv[1], "--job")) return job_view(argc, argv);
   if (argc > 1) {
     fprintf(stderr, "dccl-info: unknown option '%s'\n%s", argv[1], kUsage);
     return 2;

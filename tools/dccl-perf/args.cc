@@ -21,7 +21,7 @@ constexpr Flag kFlags[] = {
     {'r', "root", false},     {'z', "blocking", true},      {'t', "nthreads", false},
     {'g', "ngpus", false},    {'h', "help", true},          {0, "json", true},
     {'a', "average", false},  {'m', "agg_iters", false},    {'G', "cudagraph", false},
-    {0, "mem", false},        {0, "peer-direct", false}};
+    {0, "mem", false},        {0, "peer-direct", false},    {0, "trace", false}};
 
 bool parse_int(const std::string& s, long lo, long hi, long* out) {
   if (s.empty()) return false;
@@ -83,6 +83,9 @@ void print_usage(FILE* f) {
       "  -z, --blocking [0|1]     use the NULL stream: every call completes before it returns\n"
       "      --json [FILE]        write the rows as a JSON array to FILE (or stdout, with the\n"
       "                           table then going to stderr)\n"
+      "      --trace FILE         after the run, each rank dumps its flight recorder (its last\n"
+      "                           DCCL_RECORDER calls) to FILE.dumps/ and rank 0 writes their\n"
+      "                           timeline to FILE (Chrome trace format) with dccl-trace\n"
       "      --mem host|sim|cuda  memory the buffers live in (default host)\n"
       "      --peer-direct 0|1|auto  sets DCCL_PEER_DIRECT before init\n"
       "  -a, --average 0|1|2|3    time reported: rank 0's, the mean, the fastest or the slowest\n"
@@ -194,6 +197,8 @@ int parse_args(int argc, char** argv, Options* opt, std::string* error) {
         if (!std::strcmp(flag->long_name, "json")) {
           opt->json = true;
           opt->json_file = has_value ? value : "";
+        } else if (!std::strcmp(flag->long_name, "trace")) {
+          opt->trace_file = value;
         } else if (!std::strcmp(flag->long_name, "mem")) {
           if (value == "host") opt->mem = dcclMemHost;
           else if (value == "sim") opt->mem = dcclMemSim;

@@ -25,6 +25,7 @@ struct Options {
   std::string json_file;    // empty: JSON array on stdout, the table on stderr
   dcclMemType_t mem = dcclMemHost;
   std::string peer_direct;  // "", "0", "1" or "auto"
+  std::string trace_file;   // --trace: the timeline's file ("": none)
   int average = 3;          // -a: the time reported: 0 rank 0's, 1 the mean, 2 the fastest, 3 the slowest rank's
   int agg = 1;              // -m: operations launched back to back per timed iteration
 };

@@ -1,5 +1,6 @@
 // dccl-perf's measurement: buffers, launching a collective, timing, checking.
 #pragma once
+#include <string>
 #include <cstddef>
 #include <vector>
 
@@ -51,5 +52,9 @@ struct Row {
 // Times and checks one size, out of place then in place. Collective: every
 // rank must call it with the same size; the result is complete on every rank.
 Row run_size(Ctx& c, size_t bytes);
+
+// --trace FILE (trace.cc): the flight recorders' timeline of the run. Collective;
+// non-zero when it could not be written.
+int write_trace(Ctx& c, const std::string& file);
 
 }  // namespace dcclperf

@@ -112,6 +112,7 @@ int main(int argc, char** argv) {
     }
     if (jf && jf != stdout) std::fclose(jf);
   }
+  if (!o.trace_file.empty() && write_trace(c, o.trace_file) != 0) rc = 1;
   free_buffers(c);
   if (c.stream) PERF_CHECK(c, dcclStreamDestroy(c.stream));
   PERF_CHECK(c, dcclCommDestroy(c.comm));

@@ -1,0 +1,105 @@
+// The flight recorder's ring: wrap-around keeps the newest calls, steps beyond the
+// kept ones are counted, a nested call restores its parent, and a dump writes one
+// header line and one line per kept call, oldest first.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/recorder.hpp"
+
+using dccl::core::RecEntry;
+using dccl::core::Recorder;
+
+namespace {
+std::vector<std::string> lines_of(const std::string& path) {
+  std::ifstream f(path);
+  std::vector<std::string> out;
+  for (std::string l; std::getline(f, l);) out.push_back(l);
+  return out;
+}
+}  // namespace
+
+TEST(Recorder, RingKeepsTheNewestCalls) {
+  char dir[] = "/tmp/dccl-rec-test-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  Recorder r(4);
+  r.identify(3, 8, "node\"7", "abc", dir);
+  for (uint64_t s = 0; s < 10; ++s) {
+    RecEntry* e = r.begin(s, "all_reduce", 100 + s, "float32", "sum", 0, -1);
+    ASSERT_EQ(Recorder::current(), e);
+    r.end(e, s == 9 ? 5 : 0);
+  }
+  EXPECT_EQ(Recorder::current(), nullptr);
+  EXPECT_EQ(r.calls(), 10u);
+  ASSERT_TRUE(r.dump("test"));
+  const auto lines = lines_of(std::string(dir) + "/dccl-rec.abc.r3.jsonl");
+  ASSERT_EQ(lines.size(), 4u);  // the header and the newest 3: the oldest slot is the next one taken
+  EXPECT_NE(lines[0].find("\"header\":1"), std::string::npos);
+  EXPECT_NE(lines[0].find("\"host\":\"node\\\"7\""), std::string::npos);  // quoted
+  EXPECT_NE(lines[0].find("\"first\":7"), std::string::npos);
+  EXPECT_NE(lines[1].find("\"seq\":7,"), std::string::npos);
+  EXPECT_NE(lines[1].find("\"count\":107,"), std::string::npos);
+  EXPECT_NE(lines[3].find("\"seq\":9,"), std::string::npos);
+  EXPECT_NE(lines[3].find("\"result\":5,"), std::string::npos);
+  unlink((std::string(dir) + "/dccl-rec.abc.r3.jsonl").c_str());
+  rmdir(dir);
+}
+
+TEST(Recorder, StepsAreKeptThenCounted) {
+  Recorder r(2);
+  RecEntry* e = r.begin(1, "all_gather", 8, "int32", "sum", 0, -1);
+  for (uint32_t i = 0; i < RecEntry::kSteps + 3; ++i) Recorder::posted(static_cast<int>(i % 3), i % 2 == 0, 10);
+  EXPECT_EQ(e->steps[1].done_ns, 0);  // in flight
+  for (uint32_t i = 0; i < RecEntry::kSteps + 3; ++i) Recorder::step(static_cast<int>(i % 3), i % 2 == 0, 10);
+  EXPECT_EQ(e->nsteps, RecEntry::kSteps);
+  EXPECT_EQ(e->dropped, 3u);
+  EXPECT_EQ(e->sent + e->recvd, 10u * (RecEntry::kSteps + 3));
+  EXPECT_EQ(e->steps[1].peer, 1);
+  EXPECT_EQ(e->steps[1].send, 0u);
+  EXPECT_GE(e->steps[1].posted_ns, e->start_ns);
+  EXPECT_GE(e->steps[1].done_ns, e->steps[1].posted_ns);
+  r.end(e, 0);
+  Recorder::step(0, true, 99);  // no call: nothing recorded
+  RecEntry last;
+  ASSERT_TRUE(r.latest(&last));
+  EXPECT_EQ(last.sent + last.recvd, 10u * (RecEntry::kSteps + 3));
+}
+
+TEST(Recorder, NestedCallRestoresItsParent) {
+  Recorder parent(2), child(2);
+  RecEntry* p = parent.begin(1, "all_reduce", 4, "float32", "sum", 0, -1);
+  RecEntry* c = child.begin(7, "reduce_scatter", 2, "float32", "sum", 0, -1);
+  Recorder::posted(1, true, 8);
+  Recorder::step(1, true, 8);
+  child.end(c, 0);
+  EXPECT_EQ(Recorder::current(), p);
+  Recorder::posted(2, false, 16);
+  Recorder::step(2, false, 16);
+  parent.end(p, 0);
+  EXPECT_EQ(c->sent, 8u);
+  EXPECT_EQ(p->recvd, 16u);
+  EXPECT_EQ(p->sent, 0u);
+  EXPECT_EQ(Recorder::current(), nullptr);
+}
+
+TEST(Recorder, OffRecordsNothing) {
+  Recorder r(0);
+  EXPECT_EQ(r.begin(1, "all_reduce", 4, "float32", "sum", 0, -1), nullptr);
+  EXPECT_FALSE(r.dump("test", "/tmp"));
+}
+
+TEST(Recorder, TagNamesOneCall) {
+  Recorder r(4);
+  r.set_tag("pg0", 41);
+  RecEntry* a = r.begin(1, "barrier", 0, "float32", "sum", 0, -1);
+  r.end(a, 0);
+  RecEntry* b = r.begin(2, "barrier", 0, "float32", "sum", 0, -1);
+  r.end(b, 0);
+  EXPECT_STREQ(a->tag, "pg0");
+  EXPECT_EQ(a->user_seq, 41u);
+  EXPECT_STREQ(b->tag, "");
+  EXPECT_EQ(b->user_seq, 0u);
+}
