@@ -1,11 +1,14 @@
-# Optional CUDA backend (src/mem/cuda/), included by the top-level CMakeLists.
-# Without a CUDA compiler the library keeps src/mem/cuda_stub.cc, whose
-# cuda_backend() returns nullptr ("built without CUDA").
+# Optional CUDA runtime of the CUDA backend, included by the top-level CMakeLists.
+# The backend's folder, src/mem/cuda/, builds everywhere with the rest of src/
+# (cmake/library.cmake) except src/mem/cuda/toolkit/, the files that include CUDA
+# headers, which only this file adds. Without them, src/mem/cuda/cuda_stub.cc
+# (compiled unless DCCL_HAVE_CUDA is defined) makes cuda_backend() return nullptr
+# ("built without CUDA").
 #
-# The kernels (*.cu) build as an object library, so that the library's C++ flags
-# (-Wall, -march, ...) never reach nvcc; the host side (*.cc) builds with the
-# rest of src/ in dccl_objects (cmake/library.cmake), and the kernels' objects go
-# into both libraries built from those (DCCL_LIBRARIES).
+# The kernels (toolkit/*.cu) build as an object library, so that the library's
+# C++ flags (-Wall, -march, ...) never reach nvcc; the runtime binding
+# (toolkit/*.cc) builds in dccl_objects, and the kernels' objects go into both
+# libraries built from those (DCCL_LIBRARIES).
 # Only the static CUDA runtime is linked: it loads the driver at run time, so
 # libdccl loads (and cuda_backend() reports why not) on machines without one.
 # The driver API is reached through cudaGetDriverEntryPointByVersion.
@@ -66,8 +69,8 @@ if(NOT TARGET CUDA::cudart_static)
   dccl_cuda_missing("the CUDA toolkit in ${CUDAToolkit_LIBRARY_DIR} has no static runtime (libcudart_static.a)")
 endif()
 
-file(GLOB DCCL_CUDA_KERNELS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/mem/cuda/*.cu)
-file(GLOB DCCL_CUDA_HOST CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/mem/cuda/*.cc)
+file(GLOB DCCL_CUDA_KERNELS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/mem/cuda/toolkit/*.cu)
+file(GLOB DCCL_CUDA_HOST CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/mem/cuda/toolkit/*.cc)
 
 add_library(dccl_cuda_kernels OBJECT ${DCCL_CUDA_KERNELS})
 # C++17 for the kernels: CMake 3.25 cannot ask nvcc for C++20.

@@ -11,10 +11,10 @@
 #                  tests that call the layers under src/ directly. Never
 #                  installed.
 #
-# cmake/cuda.cmake adds the CUDA backend to dccl_objects and its kernels to both
-# libraries (DCCL_LIBRARIES lists them).
+# cmake/cuda.cmake adds the CUDA backend's toolkit files (src/mem/cuda/toolkit/)
+# to dccl_objects and its kernels to both libraries (DCCL_LIBRARIES lists them).
 file(GLOB_RECURSE DCCL_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/*.cc)
-list(FILTER DCCL_SOURCES EXCLUDE REGEX "/src/mem/cuda/")
+list(FILTER DCCL_SOURCES EXCLUDE REGEX "/src/mem/cuda/toolkit/")
 
 add_library(dccl_objects OBJECT ${DCCL_SOURCES})
 target_include_directories(dccl_objects PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)

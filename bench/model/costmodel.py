@@ -90,9 +90,9 @@ def tree(n, size, link, reduce_gbps, relay=None, flows=1, chunk=512 * KB):
 FLAT = {"ring": ring, "rhd": rhd, "rd": rd, "tree": tree}
 
 
-def rd_max_bytes(n, alpha, gbps, reduce_gbps, lo=4 * KB, hi=256 * KB):
+def rd_max_bytes(n, alpha, gbps, reduce_gbps, lo, hi):
     """Where rd() stops beating rhd() for a power-of-two n: the tuner's recursive
-    doubling bound (src/tune/link_model.cc computes the same, bounded to lo..hi)."""
+    doubling bound (src/tune/link_model.cc computes the same, held to the plan's lo..hi)."""
     if n < 2:
         return hi
     L = math.ceil(math.log2(n))

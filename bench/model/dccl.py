@@ -20,6 +20,7 @@ import math
 
 import costmodel as cm
 import nccl
+import plan
 from params import value
 
 PATHS = ("direct", "staged")
@@ -63,13 +64,13 @@ def _relay_for(path, over):
 
 
 def cross_algo(n, size, over=None, large="ring"):
-    """The tuner's choice across nodes (src/tune/algo_table.cc): rd up to the link model's
-    bound, rhd up to 256 KiB, ring above (`large` replaces the ring in what-ifs)."""
+    """The tuner's choice across nodes (its plan, plan.py): rd up to the link model's
+    bound, rhd up to the plan's window, ring above (`large` replaces the ring in what-ifs)."""
     link = net_link(over)
     per_gpu = link.gbps / _v("gpus_per_node", over)
-    if size <= cm.rd_max_bytes(n, link.alpha, per_gpu, reduce_gbps(over)):
+    if size <= cm.rd_max_bytes(n, link.alpha, per_gpu, reduce_gbps(over), *plan.RD_BOUNDS):
         return "rd"
-    return "rhd" if size <= 256 * 1024 else large
+    return "rhd" if size <= plan.RHD_MAX else large
 
 
 def cross(n, size, path, over=None, large="ring"):

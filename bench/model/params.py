@@ -11,6 +11,8 @@ Units: microseconds, GB/s (1e9 B/s), bytes.
 """
 from dataclasses import dataclass, replace
 
+import plan
+
 KB, MB, GB = 1 << 10, 1 << 20, 1 << 30
 
 
@@ -84,8 +86,8 @@ P = {
     "relay_node_gbps": Param(150.0, "GB/s", "assumed",
                              "a node's host memory for relayed bytes (each byte written and read twice)"),
     "staging_slot": Param(1 * MB, "B", "published", "DCCL_STAGING_SLOT_BYTES default (src/core/config_table.hpp)"),
-    "hier_piece": Param(4 * MB, "B", "published", "DCCL_HIER_PIECE_BYTES default (src/core/config_table.hpp)"),
-    "hier_shard_min": Param(64 * KB, "B", "published", "kHierShardBytes (src/coll/hier.hpp)"),
+    "hier_piece": Param(plan.HIER_PIECE, "B", "published", "DirectCCL's plan: dccl-info --plan (data/plan.json)"),
+    "hier_shard_min": Param(plan.HIER_SHARD, "B", "published", "DirectCCL's plan: dccl-info --plan (data/plan.json)"),
     "dccl_step_us": Param(8.0, "us", "assumed",
                           "DirectCCL per message on the host-driven path: post, completion, one device "
                           "reduce launched and synchronised (copies of 4 KiB take 4.8-5.9 us here)"),

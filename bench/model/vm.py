@@ -22,6 +22,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import costmodel as cm  # noqa: E402
+import plan  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -108,16 +109,12 @@ def refine(points, predict, key, params):
     return tuple(params)
 
 
-# The tuner's link model for TCP (src/tune/link_model.cc): us per message, GB/s, GB/s.
-TUNER_TCP = (6.9, 3.1, 10.0)
-
-
 def tuner_algo(n, size):
-    """The allreduce the tuner picks over the network (src/tune/algo_table.cc): recursive
-    doubling up to the link model's bound, halving-doubling to 256 KiB, the ring above."""
-    if size <= cm.rd_max_bytes(n, *TUNER_TCP):
+    """The allreduce the tuner picks over the network (its plan, plan.py): recursive
+    doubling up to the link model's bound, halving-doubling to the plan's window, the ring above."""
+    if size <= cm.rd_max_bytes(n, *plan.LINK, *plan.RD_BOUNDS):
         return cm.rd
-    return cm.rhd if size <= 256 * cm.KB else cm.ring
+    return cm.rhd if size <= plan.RHD_MAX else cm.ring
 
 
 def tcp_predict(n, reduce_at):
@@ -135,7 +132,7 @@ def tcp_predict(n, reduce_at):
     return f
 
 
-ONESHOT_MAX = 64 * cm.KB  # DCCL_SMEM_BYTES: one-shot up to here, chunked above
+ONESHOT_MAX = plan.SMEM_ONESHOT  # one-shot up to here, chunked above
 L1_ONESHOT_BYTES = 8 * cm.KB  # one-shot sizes whose three buffers stay in L1
 
 

@@ -47,7 +47,7 @@ core::Config apply_config(const dcclConfig_t* c, core::Config cfg, int rank, con
   if (DCCL_HAS(c, algo) && c->algo) {
     std::string spec(c->algo);
     try {
-      tune::Tuner check(spec, 0, true);  // parses the spec as init will
+      tune::check_algo_override(spec);  // parses the spec as init will
     } catch (const core::Error& e) {
       std::string why = e.what();
       if (why.rfind("DCCL_ALGO: ", 0) == 0) why.erase(0, 11);

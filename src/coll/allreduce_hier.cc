@@ -70,6 +70,7 @@ void pieces(Levels& lv, const SubOp& s, size_t rows_total, size_t es) {
 }  // namespace
 
 void allreduce_hier(Levels& lv, const SubOp& a) {
+  expect_coll(a, SubColl::AllReduce, "allreduce_hier");
   const size_t es = core::dtype_size(a.dt);
   const int L = lv.local_size();
   SubOp s = a;

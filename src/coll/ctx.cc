@@ -35,8 +35,8 @@ Ctx::~Ctx() {
 }
 
 std::string Ctx::peer_name(int peer) const {
-  if (in_.peer_names && peer >= 0 && static_cast<size_t>(peer) < in_.peer_names->size())
-    return (*in_.peer_names)[static_cast<size_t>(peer)];
+  const std::vector<std::string>& names = in_.comm->peer_names;
+  if (peer >= 0 && static_cast<size_t>(peer) < names.size()) return names[static_cast<size_t>(peer)];
   return "rank " + std::to_string(peer);
 }
 
@@ -46,16 +46,16 @@ std::string Ctx::where(const Xfer& x) const {
 }
 
 void Ctx::stop(dcclResult_t code, const std::string& what) const {
-  in_.net->cancel_all();
+  in_.comm->net->cancel_all();
   throw core::Error(code, what);
 }
 
 void Ctx::refuse(dcclResult_t code, const std::string& why) const {
-  stop(code, core::describe(in_.rank, name(), why));
+  stop(code, core::describe(in_.comm->rank, name(), why));
 }
 
 void Ctx::fail(const Xfer& x, const std::string& cause) {
-  stop(dcclRemoteError, core::describe(in_.rank, name(), where(x) + " failed: " + cause));
+  stop(dcclRemoteError, core::describe(in_.comm->rank, name(), where(x) + " failed: " + cause));
 }
 
 namespace {
@@ -70,21 +70,21 @@ void arm(Xfer& x, int peer, uint64_t tag, bool is_send, net::Transport* net) {
 }  // namespace
 
 void Ctx::send_tagged(int peer, const void* p, size_t bytes, uint64_t tag, Xfer& x) {
-  arm(x, peer, tag, true, in_.net);
+  arm(x, peer, tag, true, in_.comm->net);
   if (in_.path) {
     in_.path->post_send(peer, p, bytes, tag, x);
   } else {
-    in_.net->isend(peer, p, bytes, tag, &x.req);
+    in_.comm->net->isend(peer, p, bytes, tag, &x.req);
     if (in_.host_sent) in_.host_sent->fetch_add(bytes, std::memory_order_relaxed);
   }
 }
 
 void Ctx::recv_tagged(int peer, void* p, size_t bytes, uint64_t tag, Xfer& x) {
-  arm(x, peer, tag, false, in_.net);
+  arm(x, peer, tag, false, in_.comm->net);
   if (in_.path) {
     in_.path->post_recv(peer, p, bytes, tag, x);
   } else {
-    in_.net->irecv(peer, p, bytes, tag, &x.req);
+    in_.comm->net->irecv(peer, p, bytes, tag, &x.req);
     if (in_.host_recv) in_.host_recv->fetch_add(bytes, std::memory_order_relaxed);
   }
 }
@@ -98,9 +98,8 @@ void Ctx::recv(int peer, void* p, size_t bytes, uint32_t step, Xfer& x) {
 }
 
 void Ctx::check_failed() const {
-  if (in_.failed && in_.failed->load(std::memory_order_acquire))
-    stop(in_.failure_code ? *in_.failure_code : dcclRemoteError,
-         core::describe(in_.rank, name(), "stopped: " + *in_.failure));
+  const core::FailFlag& fail = in_.comm->fail;
+  if (fail.raised()) stop(fail.code(), core::describe(in_.comm->rank, name(), "stopped: " + fail.text()));
 }
 
 bool Ctx::poll(Xfer& x) {
@@ -109,7 +108,7 @@ bool Ctx::poll(Xfer& x) {
     try {
       return in_.path->progress(x);
     } catch (const core::Error& e) {
-      stop(e.code(), core::describe(in_.rank, name(), where(x) + ": " + e.what()));
+      stop(e.code(), core::describe(in_.comm->rank, name(), where(x) + ": " + e.what()));
     }
   }
   if (x.req.done.load(std::memory_order_acquire)) {
@@ -122,7 +121,7 @@ bool Ctx::poll(Xfer& x) {
 size_t Ctx::wait_any(Xfer* const* xs, size_t n) {
   auto start = Clock::now();
   auto deadline = wait_deadline(start);
-  core::Backoff backoff(in_.spin_us, start, in_.spin_us > 0);
+  core::Backoff backoff(in_.comm->spin_us, start);
   for (unsigned iter = 0;; ++iter) {
     bool any_active = false;
     for (size_t i = 0; i < n; ++i) {
@@ -136,20 +135,20 @@ size_t Ctx::wait_any(Xfer* const* xs, size_t n) {
     }
     if (!any_active)
       throw core::Error(dcclInternalError,
-                        core::describe(in_.rank, name(), "wait_any with nothing in flight"));
-    in_.net->progress();
+                        core::describe(in_.comm->rank, name(), "wait_any with nothing in flight"));
+    in_.comm->net->progress();
     if ((iter & 15) == 0) {
       check_failed();
       auto now = Clock::now();
       if (now > deadline) {
         std::string pending;
         for (size_t i = 0; i < n; ++i)
-          if (xs[i]->active) pending += (pending.empty() ? "" : ", ") + where(*xs[i]) + in_.net->mismatch_note(xs[i]->req);
-        stop(dcclTimeout, core::describe(in_.rank, name(),
-                                         "timed out after " + core::seconds_text(in_.timeout_ms) +
+          if (xs[i]->active) pending += (pending.empty() ? "" : ", ") + where(*xs[i]) + in_.comm->net->mismatch_note(xs[i]->req);
+        stop(dcclTimeout, core::describe(in_.comm->rank, name(),
+                                         "timed out after " + core::seconds_text(in_.comm->timeout_ms) +
                                              " waiting for " + pending));
       }
-      backoff.idle(now, in_.net->nap_wakes(), [this](int64_t ns) { in_.net->nap(ns); });  // past the spin budget: yield, then nap
+      backoff.idle(now, in_.comm->net->nap_wakes(), [this](int64_t ns) { in_.comm->net->nap(ns); });  // past the spin budget: yield, then nap
     }
   }
 }
@@ -173,7 +172,7 @@ void Ctx::reduce(void* dst, const void* a, const void* b, size_t count) {
     kernels::reduce(dst, a, b, count, in_.dt, in_.op);
     return;
   }
-  in_.backend->wait(in_.backend->reduce_async(dst, a, b, count, in_.dt, in_.op), in_.timeout_ms);
+  in_.backend->wait(in_.backend->reduce_async(dst, a, b, count, in_.dt, in_.op), in_.comm->timeout_ms);
 }
 
 void Ctx::copy(void* dst, const void* src, size_t bytes) {
@@ -182,16 +181,16 @@ void Ctx::copy(void* dst, const void* src, size_t bytes) {
     memcpy(dst, src, bytes);
     return;
   }
-  in_.backend->wait(in_.backend->copy_async(dst, src, bytes), in_.timeout_ms);
+  in_.backend->wait(in_.backend->copy_async(dst, src, bytes), in_.comm->timeout_ms);
 }
 
 void Ctx::finish_avg(void* buf, size_t count) {
   if (count == 0 || in_.op != dcclAvg) return;
   if (in_.backend == nullptr || in_.backend->kind() == mem::Kind::Host) {
-    kernels::finish_avg(buf, count, in_.dt, in_.nranks);
+    kernels::finish_avg(buf, count, in_.dt, in_.comm->nranks);
     return;
   }
-  in_.backend->wait(in_.backend->avg_async(buf, count, in_.dt, in_.nranks), in_.timeout_ms);
+  in_.backend->wait(in_.backend->avg_async(buf, count, in_.dt, in_.comm->nranks), in_.comm->timeout_ms);
 }
 
 void Ctx::scale(void* dst, const void* src, size_t count, const void* scalar) {
@@ -210,11 +209,11 @@ void Ctx::scale(void* dst, const void* src, size_t count, const void* scalar) {
   }
   void* dev = scratch(block * es);
   mem::Backend& be = *in_.backend;
-  be.wait(be.copy_async(dev, factors.data(), block * es), in_.timeout_ms);
+  be.wait(be.copy_async(dev, factors.data(), block * es), in_.comm->timeout_ms);
   mem::Ticket last = 0;  // the backend completes its work in order: wait for the last
   for (size_t off = 0; off < count; off += block)
     last = be.reduce_async(d + off * es, s + off * es, dev, std::min(block, count - off), in_.dt, dcclProd);
-  be.wait(last, in_.timeout_ms);
+  be.wait(last, in_.comm->timeout_ms);
 }
 
 void* Ctx::scratch(size_t bytes) { return in_.scratch->take(bytes); }
@@ -224,7 +223,7 @@ void* Ctx::scratch(size_t bytes) { return in_.scratch->take(bytes); }
 void Ctx::start_deadline() { deadline_ = {}; }
 
 std::chrono::steady_clock::time_point Ctx::wait_deadline(Clock::time_point start) const {
-  const Clock::time_point own = start + std::chrono::milliseconds(in_.timeout_ms);
+  const Clock::time_point own = start + std::chrono::milliseconds(in_.comm->timeout_ms);
   return in_.deadline == Clock::time_point{} ? own : std::min(own, in_.deadline);
 }
 
@@ -233,8 +232,8 @@ void Ctx::check_deadline(const char* what, int peer) {
   const auto now = Clock::now();
   if (deadline_ == Clock::time_point{}) deadline_ = wait_deadline(now);
   if (now > deadline_)
-    stop(dcclTimeout, core::describe(in_.rank, name(),
-                                     "timed out after " + core::seconds_text(in_.timeout_ms) + " waiting for " +
+    stop(dcclTimeout, core::describe(in_.comm->rank, name(),
+                                     "timed out after " + core::seconds_text(in_.comm->timeout_ms) + " waiting for " +
                                          peer_name(peer) + " (" + what + ")"));
 }
 

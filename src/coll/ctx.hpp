@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/config_table.hpp"
+#include "coll/comm_state.hpp"
 #include "dccl/dccl.h"
 #include "mem/datapath.hpp"
 #include "net/transport.hpp"
@@ -61,9 +61,7 @@ struct Label {
 };
 
 struct CtxInit {
-  // How errors name peers ("rank 3 on node7"), by rank; null: "rank N".
-  const std::vector<std::string>* peer_names = nullptr;
-  net::Transport* net = nullptr;
+  const CommState* comm = nullptr;  // the communicator's shared state (never null)
   mem::DataPath* path = nullptr;  // null: buffers are host memory, sent directly
   // Host memory only (path null): bytes posted to the transport straight from
   // and into the user's buffers, counted as direct (null: not counted).
@@ -71,23 +69,14 @@ struct CtxInit {
   std::atomic<uint64_t>* host_recv = nullptr;
   mem::Backend* backend = nullptr;  // memory of the operation's buffers
   ScratchPool* scratch = nullptr;
-  int rank = 0, nranks = 1;
   uint64_t seq = 0;
   uint32_t call_mark = 0;  // sched::call_mark of the operation (collective tags)
   dcclDataType_t dt = dcclFloat32;
   dcclRedOp_t op = dcclSum;
   size_t chunk_bytes = 1 << 20;
-  int64_t spin_us = DCCL_DEFAULT_SPIN_US;
-  int64_t timeout_ms = DCCL_DEFAULT_TIMEOUT_S * 1000;
   // The call's deadline (zero: none): no wait goes past it, so a call with several
   // waits, or steps on several sub-communicators, ends within its timeout overall.
   std::chrono::steady_clock::time_point deadline{};
-  // Set (release) once the communicator learned that a rank failed; `failure`
-  // is written before and names it. Waits then stop with dcclRemoteError.
-  const std::atomic<bool>* failed = nullptr;
-  const std::string* failure = nullptr;
-  const dcclResult_t* failure_code = nullptr;
-  net::ShmSegment* smem = nullptr;  // when every rank is on this host
   Label name;
 };
 
@@ -99,8 +88,8 @@ class Ctx {
   Ctx(const Ctx&) = delete;
   Ctx& operator=(const Ctx&) = delete;
 
-  int rank() const { return in_.rank; }
-  int nranks() const { return in_.nranks; }
+  int rank() const { return in_.comm->rank; }
+  int nranks() const { return in_.comm->nranks; }
   dcclDataType_t dt() const { return in_.dt; }
   dcclRedOp_t op() const { return in_.op; }
   size_t esize() const { return esize_; }
@@ -129,8 +118,8 @@ class Ctx {
   void* scratch(size_t bytes);
 
   // For algorithms that wait on shared memory rather than transfers.
-  net::ShmSegment* smem() const { return in_.smem; }
-  int64_t spin_us() const { return in_.spin_us; }
+  net::ShmSegment* smem() const { return in_.comm->smem; }
+  int64_t spin_us() const { return in_.comm->spin_us; }
   void start_deadline();
   // Throws (failed communicator, or timeout naming `what` from `peer`).
   void check_deadline(const char* what, int peer);

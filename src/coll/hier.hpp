@@ -8,7 +8,9 @@
 // the same order on every rank.
 #pragma once
 #include <cstddef>
+#include <string>
 
+#include "core/error.hpp"
 #include "dccl/dccl.h"
 
 namespace dccl::coll {
@@ -60,6 +62,12 @@ class Levels {
 // reduces the whole vector across hosts (fewest steps); above it, reduce-scatter
 // on the host, allreduce of each shard across hosts, allgather on the host.
 constexpr size_t kHierShardBytes = 64u << 10;
+
+// Each hierarchical algorithm is handed the collective it runs, tagged as itself:
+// anything else is a scheduler bug, refused before a step is taken.
+inline void expect_coll(const SubOp& op, SubColl c, const char* fn) {
+  if (op.coll != c) throw core::Error(dcclInternalError, std::string(fn) + ": handed another collective");
+}
 
 void allreduce_hier(Levels& lv, const SubOp& op);
 void broadcast_hier(Levels& lv, const SubOp& op);  // op.root: a rank of the whole communicator

@@ -6,6 +6,7 @@
 namespace dccl::coll {
 
 void reduce_hier(Levels& lv, const SubOp& a) {
+  expect_coll(a, SubColl::Reduce, "reduce_hier");
   const size_t bytes = a.count * core::dtype_size(a.dt);
   const int root_host = lv.host_of(a.root), root_local = lv.local_of(a.root);
   const bool is_root = lv.host() == root_host && lv.local_rank() == root_local;

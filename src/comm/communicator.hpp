@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.hpp"
+#include "coll/comm_state.hpp"
 #include "coll/scratch.hpp"
 #include "core/config.hpp"
 #include "core/process.hpp"
@@ -45,8 +46,8 @@ class Communicator {
                const std::string& ns, Place place = {}, const core::Config* cfg = nullptr, TimePoint deadline = {});
   ~Communicator();
 
-  int rank() const { return rank_; }
-  int nranks() const { return nranks_; }
+  int rank() const { return state_.rank; }
+  int nranks() const { return state_.nranks; }
   const core::Config& config() const { return cfg_; }
   const std::string& provider() const { return provider_; }
   const tune::Topology& topology() const { return topo_; }
@@ -62,7 +63,7 @@ class Communicator {
   std::unique_ptr<Communicator> split(int color, int key, const core::Config* cfg = nullptr);
   // How errors name each rank ("rank 3 on node7"); split() gives a child its
   // members' names here, so that errors name ranks as the application knows them.
-  void set_peer_names(std::vector<std::string> names) { peer_names_ = std::move(names); }
+  void set_peer_names(std::vector<std::string> names) { state_.peer_names = std::move(names); }
 
   uint64_t next_seq() { return seq_.fetch_add(1, std::memory_order_relaxed); }
   uint64_t next_p2p_tag(int peer, bool is_send);
@@ -137,29 +138,38 @@ class Communicator {
   void record_error(const core::Error& e);
   // Stops this communicator's work: in-flight waits and later calls fail with `text`.
   void set_failed(dcclResult_t code, const std::string& text);
+  // The constructor's steps, in order.
+  void open_store(const boot::UniqueIdData& id, std::unique_ptr<boot::StoreServer> server, const std::string& ns,
+                  TimePoint deadline);
+  int learn_topology(std::string* host_id);  // returns the host's cores (0: unknown)
+  void place_process();
+  void open_transport(const boot::UniqueIdData& id, const std::string& host_id, int64_t spin_us);
+  void make_plan(int host_cores);
+  void make_paths();
+  void share_state();
+  void start_watchdog(const boot::UniqueIdData& id, const std::string& ns);
+  void join();  // sub-communicators, then every rank meets
   void check_same_settings();
-  size_t open_shared_segment(bool same_host);
-  size_t smem_chunk_bytes() const;
+  void open_shared_segment();
   void make_levels();
   // Where this rank's store for a split child listens: DCCL_SOCKET_IFNAME's
   // address when set, else the address this rank reaches its own store by.
   std::string child_store_host();
 
   core::Config cfg_;
-  int rank_, nranks_;
+  // Rank, transport, segment, peer names, wait budget and the failure flag: shared
+  // with the scheduler (res_.comm) and every collective's context by reference.
+  coll::CommState state_;
   std::string provider_;
   tune::Topology topo_;
-  std::vector<std::string> peer_names_;
   Place place_;
   uint64_t splits_ = 0;  // split() calls so far: names each split's keys
   std::unique_ptr<boot::Bootstrap> boot_;
   std::array<uint8_t, 16> secret_{};  // the job secret: split() derives its children's from it
   std::mutex boot_mu_;
-  std::atomic<bool> failed_{false};
-  std::string failure_;  // written once, before failed_ is set
-  dcclResult_t failure_code_ = dcclRemoteError;
   std::unique_ptr<Watchdog> watchdog_;
   std::unique_ptr<net::Transport> net_;
+  tune::Plan plan_;  // every threshold, cap and chunk this communicator runs with
   std::unique_ptr<tune::Tuner> tuner_;
   std::unique_ptr<net::ShmSegment> smem_;
   std::string rxm_eager_;  // effective FI_OFI_RXM_EAGER_LIMIT

@@ -54,7 +54,7 @@ struct Communicator::Gate {
 };
 
 void Communicator::run_ticket(uint64_t ticket, std::span<const sched::Op> ops) {
-  log_set_rank(rank_);
+  log_set_rank(state_.rank);
   // The call's one deadline, for its turn and every wait in it: DCCL_TIMEOUT_S from
   // now, or the larger call's that this one is a step of (the hierarchy's).
   TimePoint deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(cfg_.timeout_ms);
@@ -70,7 +70,7 @@ void Communicator::run_ticket(uint64_t ticket, std::span<const sched::Op> ops) {
   {
     std::unique_lock<std::mutex> lk(order_mu_);
     if (ticket == kTakeTicket) {  // a blocking call takes its ticket here
-      if (finalizing_) raise(dcclInvalidUsage, describe(rank_, what_of(ops), finalized_note));
+      if (finalizing_) raise(dcclInvalidUsage, describe(state_.rank, what_of(ops), finalized_note));
       ++inside_;
       ticket = leave.ticket = next_ticket_++;
       leave.armed = true;
@@ -79,21 +79,21 @@ void Communicator::run_ticket(uint64_t ticket, std::span<const sched::Op> ops) {
     bool ok = ready() || order_cv_.wait_until(lk, deadline, ready);
     if (closing_) {
       ++refused_;
-      raise(dcclInvalidUsage, describe(rank_, what_of(ops), std::string("refused: ") +
+      raise(dcclInvalidUsage, describe(state_.rank, what_of(ops), std::string("refused: ") +
                                                                  (aborted_.load() ? "dcclCommAbort" : "dcclCommDestroy") +
                                                                  " was called while it waited for its turn"));
     }
     if (!ok)
-      raise(dcclTimeout, describe(rank_, "submit", "earlier operations on this communicator did not "
+      raise(dcclTimeout, describe(state_.rank, "submit", "earlier operations on this communicator did not "
                                                    "finish within " + core::timeout_text(cfg_)));
     if (turn_ == ticket) {
       running_ = ops;
       res_.deadline = deadline;  // one submission holds the turn at a time
     }
   }
-  if (aborted_.load()) raise(dcclInvalidUsage, describe(rank_, "submit", "communicator was aborted"));
+  if (aborted_.load()) raise(dcclInvalidUsage, describe(state_.rank, "submit", "communicator was aborted"));
   if (async_code_.load() != dcclSuccess)
-    raise(async_code_.load(), describe(rank_, "submit", "communicator failed earlier: " + async_error_text()));
+    raise(async_code_.load(), describe(state_.rank, "submit", "communicator failed earlier: " + async_error_text()));
   try {
     sched::execute(res_, ops);
   } catch (const Error& e) {
@@ -102,25 +102,25 @@ void Communicator::run_ticket(uint64_t ticket, std::span<const sched::Op> ops) {
     // this one's deadline up to the moments the two began, so it times out about
     // now and names the cause; wait briefly for that rather than blame it. A
     // report that stopped a sub-communicator ("stopped: ...") names its cause already.
-    const std::string& me = peer_names_[static_cast<size_t>(rank_)];
+    const std::string& me = state_.peer_names[static_cast<size_t>(state_.rank)];
     const std::string here = me.substr(me.find(" on ")) + " (";
     const std::string what = e.what();
     const bool echo_timeout = e.code() == dcclTimeout && topo_.nhosts() > 1 && what.find(here) != std::string::npos &&
                               what.find("stopped: ") == std::string::npos;
-    if (!failed_.load() && (e.code() == dcclRemoteError || e.code() == dcclSystemError || echo_timeout)) {
+    if (!state_.fail.raised() && (e.code() == dcclRemoteError || e.code() == dcclSystemError || echo_timeout)) {
       // A transport error here is often the echo of another rank's failure (its
       // peers cancel or vanish): give the watcher a moment to bring the root cause.
       auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(echo_timeout ? 500 : 300);
-      while (!failed_.load() && std::chrono::steady_clock::now() < until)
+      while (!state_.fail.raised() && std::chrono::steady_clock::now() < until)
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
-    if (failed_.load() && std::string(e.what()).find(failure_) == std::string::npos) {
-      Error root(failure_code_, describe(rank_, "operation", "stopped: " + failure_ + " (seen here as: " + e.what() + ")"));
+    if (state_.fail.raised() && std::string(e.what()).find(state_.fail.text()) == std::string::npos) {
+      Error root(state_.fail.code(), describe(state_.rank, "operation", "stopped: " + state_.fail.text() + " (seen here as: " + e.what() + ")"));
       record_error(root);
       throw root;
     }
     record_error(e);
-    if (!failed_.load()) {  // this rank found the problem: stop everyone
+    if (!state_.fail.raised()) {  // this rank found the problem: stop everyone
       watchdog_->announce(e.code(), e.what());
       set_failed(e.code(), e.what());
     }
@@ -155,11 +155,11 @@ void Communicator::submit(std::vector<sched::Op> ops, sched::Stream* stream) {
   uint64_t ticket;
   {
     std::lock_guard<std::mutex> lk(order_mu_);
-    if (!gate_) gate_ = std::make_shared<Gate>(this, rank_);
+    if (!gate_) gate_ = std::make_shared<Gate>(this, state_.rank);
     gate = gate_;
     std::lock_guard<std::mutex> g(gate->mu);
-    if (!gate->comm) raise(dcclInvalidUsage, describe(rank_, what_of(ops), "the communicator is being destroyed"));
-    if (finalizing_) raise(dcclInvalidUsage, describe(rank_, what_of(ops), finalized_note));
+    if (!gate->comm) raise(dcclInvalidUsage, describe(state_.rank, what_of(ops), "the communicator is being destroyed"));
+    if (finalizing_) raise(dcclInvalidUsage, describe(state_.rank, what_of(ops), finalized_note));
     ++gate->queued;
     ++inside_;
     ticket = next_ticket_++;
@@ -205,7 +205,7 @@ bool Communicator::quiesce() {
   if (first && !order_cv_.wait_for(lk, bound, idle)) {
     std::string what = running_.empty() ? "an operation" : what_of(running_);
     lk.unlock();
-    stop(describe(rank_, fn, what + " was still running " + core::timeout_text(cfg_) + " after " + fn +
+    stop(describe(state_.rank, fn, what + " was still running " + core::timeout_text(cfg_) + " after " + fn +
                                  " began: aborted it"));
     lk.lock();
   }
@@ -214,9 +214,9 @@ bool Communicator::quiesce() {
   const uint64_t lost = refused_;
   lk.unlock();
   // The other ranks' matching calls would wait for this rank in vain: stop them now.
-  if (lost > 0 && !failed_.load()) {
+  if (lost > 0 && !state_.fail.raised()) {
     announced_ = true;
-    stop("rank " + std::to_string(rank_) + (by_abort ? " aborted" : " destroyed") +
+    stop("rank " + std::to_string(state_.rank) + (by_abort ? " aborted" : " destroyed") +
          " the communicator with " + std::to_string(lost) + " operation" + (lost == 1 ? "" : "s") +
          " still queued or waiting for their turn");
   }
@@ -228,16 +228,16 @@ void Communicator::finalize() {
   {
     std::unique_lock<std::mutex> lk(order_mu_);
     if (finalizing_ || closing_)
-      raise(dcclInvalidUsage, describe(rank_, fn, finalizing_ ? "the communicator was finalized already"
+      raise(dcclInvalidUsage, describe(state_.rank, fn, finalizing_ ? "the communicator was finalized already"
                                                               : "the communicator is being destroyed"));
     finalizing_ = true;
     // Queued stream work counts as inside: it runs to its end, unlike at destroy.
     if (!order_cv_.wait_for(lk, std::chrono::milliseconds(cfg_.timeout_ms), [&] { return inside_ == 0; })) {
       const std::string what = running_.empty() ? "queued operations" : what_of(running_);
-      raise(dcclTimeout, describe(rank_, fn, what + " did not finish within " + core::timeout_text(cfg_)));
+      raise(dcclTimeout, describe(state_.rank, fn, what + " did not finish within " + core::timeout_text(cfg_)));
     }
   }
-  if (failed_.load()) raise(failure_code_, describe(rank_, fn, "the communicator failed earlier: " + failure_));
+  if (state_.fail.raised()) raise(state_.fail.code(), describe(state_.rank, fn, "the communicator failed earlier: " + state_.fail.text()));
   if (levels_) levels_->finalize();
   {
     std::lock_guard<std::mutex> lk(boot_mu_);
@@ -252,11 +252,11 @@ uint64_t Communicator::enter_call(const char* fn) {
   // given back by a plain release store; a thread that finds it taken owns nothing.
   if (caller_.exchange(true, std::memory_order_acq_rel) == false) return clashes_.load(std::memory_order_relaxed);
   clashes_.fetch_add(1, std::memory_order_acq_rel);
-  const std::string text = describe(rank_, fn, std::string("called while another thread was inside a call on the same "
+  const std::string text = describe(state_.rank, fn, std::string("called while another thread was inside a call on the same "
                                                            "communicator: two threads must not use one communicator at once "
                                                            "(the ranks would pair their calls in no defined order); the "
                                                            "communicator is stopped"));
-  if (!failed_.load() && !finalized_.load() && watchdog_) watchdog_->announce(dcclInvalidUsage, text);
+  if (!state_.fail.raised() && !finalized_.load() && watchdog_) watchdog_->announce(dcclInvalidUsage, text);
   set_failed(dcclInvalidUsage, text);
   raise(dcclInvalidUsage, text);
 }
@@ -264,14 +264,14 @@ uint64_t Communicator::enter_call(const char* fn) {
 void Communicator::leave_call(const char* fn, uint64_t entered) {
   caller_.store(false, std::memory_order_release);
   if (clashes_.load(std::memory_order_acquire) != entered)
-    raise(dcclInvalidUsage, describe(rank_, fn, "another thread called into this communicator while this call ran: "
+    raise(dcclInvalidUsage, describe(state_.rank, fn, "another thread called into this communicator while this call ran: "
                                                 "two threads must not use one communicator at once (the ranks would "
                                                 "pair their calls in no defined order); the communicator is stopped"));
 }
 
 void Communicator::refuse_if_finalized(const char* fn) {
   std::lock_guard<std::mutex> lk(order_mu_);
-  if (finalizing_) raise(dcclInvalidUsage, describe(rank_, fn, finalized_note));
+  if (finalizing_) raise(dcclInvalidUsage, describe(state_.rank, fn, finalized_note));
 }
 
 void Communicator::submit_one(const sched::Op& op, sched::Stream* stream) {

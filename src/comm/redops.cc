@@ -17,7 +17,7 @@ dcclRedOp_t Communicator::create_premul(const void* scalar, dcclDataType_t dt, b
   size_t i = 0;
   while (i < redops_.size() && redops_[i].live) ++i;
   if (i == kMaxRedOps)
-    core::raise(dcclInvalidUsage, core::describe(rank_, "dcclRedOpCreatePreMulSum",
+    core::raise(dcclInvalidUsage, core::describe(state_.rank, "dcclRedOpCreatePreMulSum",
                                                  std::to_string(kMaxRedOps) + " ops are live; destroy some first"));
   if (i == redops_.size()) redops_.emplace_back();
   PreMul& m = redops_[i];
@@ -37,7 +37,7 @@ void Communicator::destroy_premul(dcclRedOp_t op) {
   const int i = static_cast<int>(op) - dcclNumOps;
   if (i < 0 || static_cast<size_t>(i) >= redops_.size() || !redops_[static_cast<size_t>(i)].live)
     core::raise(dcclInvalidArgument,
-                core::describe(rank_, "dcclRedOpDestroy", "op " + std::to_string(static_cast<int>(op)) +
+                core::describe(state_.rank, "dcclRedOpDestroy", "op " + std::to_string(static_cast<int>(op)) +
                                                               (i < 0 ? " is a built-in op"
                                                                      : " is not a live op of this communicator")));
   redops_[static_cast<size_t>(i)].live = false;
@@ -47,13 +47,13 @@ void Communicator::resolve_premul(sched::Op& op, const char* fn) const {
   std::lock_guard<std::mutex> lk(redop_mu_);
   const int i = static_cast<int>(op.op) - dcclNumOps;
   if (i < 0 || static_cast<size_t>(i) >= redops_.size() || !redops_[static_cast<size_t>(i)].live)
-    core::raise(dcclInvalidArgument, core::describe(rank_, fn, "op " + std::to_string(static_cast<int>(op.op)) +
+    core::raise(dcclInvalidArgument, core::describe(state_.rank, fn, "op " + std::to_string(static_cast<int>(op.op)) +
                                                                    " is not a dcclRedOp_t or a live op of this "
                                                                    "communicator"));
   const PreMul& m = redops_[static_cast<size_t>(i)];
   if (m.dt != op.dt)
     core::raise(dcclInvalidArgument,
-                core::describe(rank_, fn, std::string("op ") + std::to_string(static_cast<int>(op.op)) +
+                core::describe(state_.rank, fn, std::string("op ") + std::to_string(static_cast<int>(op.op)) +
                                               " was created for " + core::dtype_name(m.dt) + ", not " +
                                               core::dtype_name(op.dt)));
   op.premul = true;

@@ -16,10 +16,12 @@
 // then sleeps right after its spin budget, and the scheduler runs it again
 // promptly when it is woken (or its nap ends). The spin stays: a peer that runs
 // at the same time answers within it, and a sleep would add two wake-ups per
-// step. Each yield is timed to gather the evidence. The message path keeps
-// yielding when ranks outnumber cores (busy_sleeps false): 4 ranks over TCP on 2
-// cores of a loaded VM were 1.5-3x slower at 8 B - 32 KiB when they slept, one
-// wake-up per step of recursive doubling. The kernel's default 50 us timer slack applies to the naps.
+// step. Each yield is timed to gather the evidence. The same holds where ranks
+// outnumber cores (no spin budget): 4 ranks over TCP on 2 cores beside 2 spinning
+// processes took 12-14 ms per 8 B allreduce while they yielded (every yield lost
+// a slice to a spinner) and 0.4-2 ms when they slept; the loaded VM's times
+// without spinners stayed within their spread. The kernel's default 50 us timer
+// slack applies to the naps.
 #pragma once
 #include <sched.h>
 #include <time.h>
@@ -39,10 +41,8 @@ class Backoff {
   static constexpr int64_t kMaxNapNs = 50000;
   static constexpr int64_t kMaxWakeNapNs = 1000000;
 
-  // busy_sleeps false: keep yielding when the CPUs are busy (see below).
-  explicit Backoff(int64_t spin_us, Clock::time_point start = Clock::now(), bool busy_sleeps = true)
-      : busy_sleeps_(busy_sleeps),
-        start_(start),
+  explicit Backoff(int64_t spin_us, Clock::time_point start = Clock::now())
+      : start_(start),
         spin_end_(start + std::chrono::microseconds(std::max<int64_t>(spin_us, 0))),
         yield_end_(spin_end_ + kYieldWindow) {}
 
@@ -59,7 +59,7 @@ class Backoff {
   template <class Nap>
   bool idle(Clock::time_point now, bool wakes, Nap&& nap) {
     if (now < spin_end_) return false;
-    if (now < yield_end_ && !(busy_sleeps_ && Contention::busy(now))) {
+    if (now < yield_end_ && !Contention::busy(now)) {
       sched_yield();
       Contention::yielded(now, Clock::now());
       return true;
@@ -75,7 +75,6 @@ class Backoff {
   }
 
  private:
-  bool busy_sleeps_;
   Clock::time_point start_, spin_end_, yield_end_;
   int64_t nap_ns_ = 1000;
 };

@@ -1,4 +1,7 @@
-// Accelerator memory backends (host, sim, cuda): one interface, one file per backend.
+// Accelerator memory backends: the one interface the rest of the library sees.
+// Each backend lives in a folder of its own (mem/host/, mem/sim/, mem/cuda/) and is
+// reached only through what this header declares; backends do not include each
+// other (tests/layers/check_layers.py enforces both).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -101,6 +104,18 @@ Backend& host_backend();
 Backend& sim_backend();
 Backend* cuda_backend();  // nullptr when not built or no device; see cuda_unavailable_reason()
 std::string cuda_unavailable_reason();
+
+// The sim backend emulates an accelerator: its pointers lie in a PROT_NONE
+// reservation (a host dereference faults); it reaches the bytes through a second,
+// read-write "shadow" mapping of the same memfd (mem/sim/).
+// True when p lies in the sim backend's address reservation (live or not).
+// Cheap, and false before the sim backend was first used (it never creates it).
+bool sim_in_reservation(const void* p);
+// The sim backend's export_dmabuf() fails with dcclUnavailable while disabled, as a
+// driver without dma-buf support would. Default: DCCL_SIM_DMABUF (read at first
+// use; "0" disables).
+void sim_set_dmabuf_enabled(bool on);
+bool sim_dmabuf_enabled();
 
 // The backend that owns p (host when none does). A pointer inside the sim
 // backend's address reservation maps to sim even when it is not live, so that

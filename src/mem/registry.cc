@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "mem/backend.hpp"
-#include "mem/sim.hpp"
 
 namespace dccl::mem {
 

@@ -35,8 +35,9 @@ class FabricTransport final : public LinkTransport {
   ~FabricTransport() override {
     if (connected_)
       for (const auto& line : rail_counters()) DCCL_INFO("net: rank %d %s", opts_.rank, line.c_str());
+    unlink_exited_peers_regions(shm_peers_);  // a same-host peer killed: its region too, even as a zombie
     for (auto& [a, fd] : pidfds_) close(fd);
-    if (!pidfds_.empty()) reap_orphaned_shm_regions();  // a same-host peer killed: its region too
+    if (!pidfds_.empty()) reap_orphaned_shm_regions();
   }
 
   std::string local_blob() const override;

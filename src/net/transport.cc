@@ -16,6 +16,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// wait(): core::Backoff (spin, yield, then growing naps) between polls. The
+// providers' wait objects are not used, since none wakes a waiter when a message
+// arrives in libfabric 1.17: shm refuses FI_WAIT_FD (-FI_ENOSYS); tcp;ofi_rxm
+// opens it and fi_trywait allows the sleep, but its descriptor stays quiet until
+// a fi_cq_read makes progress, so a wait on it (or fi_cq_sread) ends at its timeout:
+// 4 ranks beside 2 spinning processes took 2.3-14 ms per 8 B allreduce that way
+// against 0.24-0.47 ms with the naps (bench/results/2026-12-04-contention2/NOTES.md).
+
 std::string hex(uint64_t v) {
   char buf[24];
   snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
@@ -97,7 +105,7 @@ std::string LinkTransport::describe_req(const Request& r) const {
 void LinkTransport::wait(Request* const* reqs, size_t n, const std::string& what) {
   const auto t0 = Clock::now();
   const auto deadline = t0 + opts_.timeout;
-  core::Backoff backoff(opts_.spin_us, t0, opts_.spin_us > 0);
+  core::Backoff backoff(opts_.spin_us, t0);
   size_t first = 0;  // reqs[0, first) are done
   for (;;) {
     bool all = true;

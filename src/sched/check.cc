@@ -33,7 +33,7 @@ std::string text(const Sig& s) {
 }  // namespace
 
 void check_signature(Resources& res, const Op& op) {
-  const int n = res.nranks;
+  const int n = res.comm->nranks;
   if (n == 1) return;
   Sig mine{};
   mine.seq = op.seq;
@@ -46,31 +46,24 @@ void check_signature(Resources& res, const Op& op) {
   mine.root = op.coll == tune::Coll::Reduce || op.coll == tune::Coll::Broadcast ? op.root : 0;
 
   coll::CtxInit in;
-  in.net = res.net;
+  in.comm = res.comm;
   in.backend = &mem::host_backend();
-  in.rank = res.rank;
-  in.nranks = n;
-  in.spin_us = res.spin_us;
-  in.timeout_ms = res.timeout_ms;
   in.deadline = res.deadline;
-  in.failed = res.failed;
-  in.failure = res.failure;
-  in.failure_code = &res.failure_code;
   in.name.text = "DCCL_CHECK of " + text(mine);
   coll::Ctx ctx(in);
   std::vector<Sig> theirs(static_cast<size_t>(n));
   std::vector<coll::Xfer> xs(2 * static_cast<size_t>(n));
   const uint64_t tag = coll::make_tag(coll::TagKind::Check, op.seq, 0);
   for (int p = 0; p < n; ++p) {
-    if (p == res.rank) continue;
+    if (p == res.comm->rank) continue;
     ctx.recv_tagged(p, &theirs[static_cast<size_t>(p)], sizeof(Sig), tag, xs[2 * static_cast<size_t>(p)]);
     ctx.send_tagged(p, &mine, sizeof(Sig), tag, xs[2 * static_cast<size_t>(p) + 1]);
   }
   ctx.wait_all(xs.data(), xs.size());
   for (int p = 0; p < n; ++p) {
-    if (p == res.rank || theirs[static_cast<size_t>(p)] == mine) continue;
+    if (p == res.comm->rank || theirs[static_cast<size_t>(p)] == mine) continue;
     throw core::Error(dcclInvalidUsage,
-                      core::describe(res.rank, in.name.text,
+                      core::describe(res.comm->rank, in.name.text,
                                      "collective mismatch: this rank called " + text(mine) + " but rank " +
                                          std::to_string(p) + " called " + text(theirs[static_cast<size_t>(p)])));
   }

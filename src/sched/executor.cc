@@ -39,21 +39,12 @@ coll::CtxInit base_init(Resources& res, const Op& op, coll::Label&& name) {
   in.backend = sel.backend;
   in.scratch = &res.scratch_for(*sel.backend);
   in.name = std::move(name);
-  in.net = res.net;
-  in.rank = res.rank;
-  in.nranks = res.nranks;
+  in.comm = res.comm;
   in.seq = op.seq;
   in.call_mark = call_mark(op);
   in.dt = op.dt;
   in.op = op.op;
-  in.spin_us = res.spin_us;
-  in.timeout_ms = res.timeout_ms;
   in.deadline = res.deadline;
-  in.failed = res.failed;
-  in.failure = res.failure;
-  in.failure_code = &res.failure_code;
-  in.smem = res.smem;
-  in.peer_names = res.peer_names;
   return in;
 }
 
@@ -76,13 +67,23 @@ const void* premul_input(coll::Ctx& ctx, const Op& op, int nranks, int64_t timeo
   return out;
 }
 
-void account(Resources& res, const Op& op, size_t bytes) {
-  res.stats->ops.fetch_add(1, std::memory_order_relaxed);
-  (void)op;
-  (void)bytes;
-}
+// One operation done (a hierarchical one counts once here; its steps count on the
+// sub-communicators). Bytes are counted where they move (CtxInit::host_sent, the paths).
+void count_op(Resources& res) { res.stats->ops.fetch_add(1, std::memory_order_relaxed); }
 
 }  // namespace
+
+coll::SubColl sub_coll(tune::Coll c) {
+  switch (c) {
+    case Coll::ReduceScatter: return coll::SubColl::ReduceScatter;
+    case Coll::AllGather: return coll::SubColl::AllGather;
+    case Coll::Broadcast: return coll::SubColl::Broadcast;
+    case Coll::Reduce: return coll::SubColl::Reduce;
+    case Coll::AllReduce: return coll::SubColl::AllReduce;
+    default: break;
+  }
+  core::raise(dcclInternalError, std::string("no hierarchical form of ") + tune::coll_name(c));
+}
 
 coll::ScratchPool& Resources::scratch_for(mem::Backend& be) {
   auto& p = scratch[static_cast<int>(be.kind())];
@@ -116,7 +117,7 @@ void execute(Resources& res, std::span<const Op> ops) {
     // Device memory cannot go through the host segment: the table says which can.
     const void* any = op.send ? op.send : op.recv;
     const bool device = any && (op.backend ? *op.backend : mem::backend_of(any)).kind() != mem::Kind::Host;
-    tune::Choice ch = res.tuner->choose(op.coll, tuning_bytes(op, res.nranks), res.nranks, device);
+    tune::Choice ch = res.tuner->choose(op.coll, tuning_bytes(op, res.comm->nranks), res.comm->nranks, device);
     // A PreMulSum sums scaled copies; `pre` keeps them until the operation ends.
     std::unique_ptr<coll::Ctx> pre;
     const void* send = op.send;
@@ -124,20 +125,20 @@ void execute(Resources& res, std::span<const Op> ops) {
       coll::Label pname;
       pname.text = std::string(tune::coll_name(op.coll)) + " #" + std::to_string(op.seq) + " (premulsum input)";
       pre = std::make_unique<coll::Ctx>(base_init(res, op, std::move(pname)));
-      send = premul_input(*pre, op, res.nranks, res.timeout_ms);
+      send = premul_input(*pre, op, res.comm->nranks, res.comm->timeout_ms);
     }
     if (ch.entry->hier) {
       if (!res.levels) core::raise(dcclInternalError, std::string("no sub-communicators for hierarchical ") + tune::coll_name(op.coll));
       DCCL_TRACE("%s #%llu hier: %zu x %s", tune::coll_name(op.coll), static_cast<unsigned long long>(op.seq), op.count,
                  core::dtype_name(op.dt));
       try {
-        ch.entry->hier(*res.levels, coll::SubOp{coll::SubColl::AllReduce, send, op.recv, op.count, op.dt, op.op, op.root});
+        ch.entry->hier(*res.levels, coll::SubOp{sub_coll(op.coll), send, op.recv, op.count, op.dt, op.op, op.root});
       } catch (const core::Error& e) {
-        throw core::Error(e.code(), core::describe(res.rank, std::string(tune::coll_name(op.coll)) + " #" +
+        throw core::Error(e.code(), core::describe(res.comm->rank, std::string(tune::coll_name(op.coll)) + " #" +
                                                                  std::to_string(op.seq) + " (hier)",
                                                    e.what()));
       }
-      account(res, op, op.count * core::dtype_size(op.dt));
+      count_op(res);
       continue;
     }
     coll::Label name;
@@ -152,11 +153,11 @@ void execute(Resources& res, std::span<const Op> ops) {
     coll::Ctx ctx(std::move(in));
     coll::Args args{send, op.recv, op.count, op.root};
     ch.entry->flat(ctx, args);
-    account(res, op, op.count * core::dtype_size(op.dt));
+    count_op(res);
   }
   for (size_t i = 0; i < p2p.size(); ++i) {
     pctx[i]->wait(xfers[i]);
-    account(res, *p2p[i], p2p[i]->count * core::dtype_size(p2p[i]->dt));
+    count_op(res);
   }
 }
 

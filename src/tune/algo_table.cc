@@ -5,8 +5,7 @@
 namespace dccl::tune {
 
 namespace {
-constexpr size_t KiB = 1024, MiB = 1024 * KiB, kAny = SIZE_MAX;
-constexpr int kAll = 1 << 30;
+constexpr size_t KiB = 1024, MiB = 1024 * KiB;
 }  // namespace
 
 const char* coll_name(Coll c) {
@@ -27,51 +26,49 @@ const std::vector<AlgoEntry>& algo_table() {
   using A = Algo;
   // In order of preference within each collective.
   static const std::vector<AlgoEntry> t = {
-      {C::AllReduce, A::Smem, kOneShot | kHostMem, 0, kAny, kAll, false, true, coll::allreduce_smem, nullptr,
-       "one-shot through the host's shared segment"},
-      {C::AllReduce, A::SmemRs, kChunks | kHostMem, 0, kAny, kAll, false, true, coll::allreduce_smem_rs, nullptr,
-       "chunked reduce-scatter + allgather through the host's shared segment"},
-      {C::AllReduce, A::Hier, kLevels, 0, kAny, kAll, false, true, nullptr, coll::allreduce_hier,
-       "on the host, across hosts per local rank, on the host"},
+      {.coll = C::AllReduce, .algo = A::Smem, .needs = kOneShot | kHostMem, .flat = coll::allreduce_smem,
+       .what = "one-shot through the host's shared segment"},
+      {.coll = C::AllReduce, .algo = A::SmemRs, .needs = kChunks | kHostMem, .flat = coll::allreduce_smem_rs,
+       .what = "chunked reduce-scatter + allgather through the host's shared segment"},
+      {.coll = C::AllReduce, .algo = A::Hier, .needs = kLevels, .hier = coll::allreduce_hier,
+       .what = "on the host, across hosts per local rank, on the host"},
       // Up to the size where the link model (tune/link_model.hpp) has halving-doubling win.
-      {C::AllReduce, A::Rd, kNothing, 0, kModelBound, kAll, false, true, coll::allreduce_rd, nullptr,
-       "recursive doubling"},
-      {C::AllReduce, A::Rhd, kNothing, 0, 256 * KiB, kAll, false, true, coll::allreduce_rhd, nullptr,
-       "recursive halving-doubling"},
-      {C::AllReduce, A::Ring, kNothing, 0, kAny, kAll, false, true, coll::allreduce_ring, nullptr, "pipelined ring"},
+      {.coll = C::AllReduce, .algo = A::Rd, .max_bytes = kModelBound, .flat = coll::allreduce_rd,
+       .what = "recursive doubling"},
+      {.coll = C::AllReduce, .algo = A::Rhd, .max_bytes = 256 * KiB, .flat = coll::allreduce_rhd,
+       .what = "recursive halving-doubling"},
+      {.coll = C::AllReduce, .algo = A::Ring, .flat = coll::allreduce_ring, .what = "pipelined ring"},
 
-      {C::Reduce, A::Hier, kLevels, 0, kAny, kAll, false, true, nullptr, coll::reduce_hier,
-       "on each host to the root's local rank, then across hosts"},
-      {C::Reduce, A::Tree, kNothing, 0, 64 * KiB, kAll, false, true, coll::reduce_tree, nullptr, "binomial tree"},
-      {C::Reduce, A::Chain, kNothing, 0, kAny, kAll, false, true, coll::reduce_chain, nullptr, "pipelined chain"},
+      {.coll = C::Reduce, .algo = A::Hier, .needs = kLevels, .hier = coll::reduce_hier,
+       .what = "on each host to the root's local rank, then across hosts"},
+      {.coll = C::Reduce, .algo = A::Tree, .max_bytes = 64 * KiB, .flat = coll::reduce_tree, .what = "binomial tree"},
+      {.coll = C::Reduce, .algo = A::Chain, .flat = coll::reduce_chain, .what = "pipelined chain"},
 
-      {C::Broadcast, A::Hier, kLevels, 0, kAny, kAll, false, true, nullptr, coll::broadcast_hier,
-       "across hosts, then on each host"},
-      {C::Broadcast, A::Tree, kNothing, 0, 64 * KiB, kAll, false, true, coll::broadcast_tree, nullptr,
-       "binomial tree"},
-      {C::Broadcast, A::Chain, kNothing, 0, kAny, kAll, false, true, coll::broadcast_chain, nullptr,
-       "pipelined chain"},
+      {.coll = C::Broadcast, .algo = A::Hier, .needs = kLevels, .hier = coll::broadcast_hier,
+       .what = "across hosts, then on each host"},
+      {.coll = C::Broadcast, .algo = A::Tree, .max_bytes = 64 * KiB, .flat = coll::broadcast_tree,
+       .what = "binomial tree"},
+      {.coll = C::Broadcast, .algo = A::Chain, .flat = coll::broadcast_chain, .what = "pipelined chain"},
 
-      {C::AllGather, A::Hier, kLevels | kBlocked, 0, kAny, kAll, true, true, nullptr, coll::allgather_hier,
-       "on the host, then host groups across hosts"},
+      {.coll = C::AllGather, .algo = A::Hier, .needs = kLevels | kBlocked, .total = true, .hier = coll::allgather_hier,
+       .what = "on the host, then host groups across hosts"},
       // Through the segment every byte is copied twice (in, out); libfabric shm's
       // single CMA copy wins while the buffers sit in cache (measured: 64 KiB-1 MiB).
-      {C::AllGather, A::Smem, kChunks | kHostMem, 4 * MiB, kAny, kAll, true, true, coll::allgather_smem, nullptr,
-       "chunked through the host's shared segment"},
-      {C::AllGather, A::Bruck, kNothing, 0, 64 * KiB, kAll, true, true, coll::allgather_bruck, nullptr, "Bruck"},
-      {C::AllGather, A::Ring, kNothing, 0, kAny, kAll, true, true, coll::allgather_ring, nullptr, "ring"},
+      {.coll = C::AllGather, .algo = A::Smem, .needs = kChunks | kHostMem, .min_bytes = 4 * MiB, .total = true,
+       .flat = coll::allgather_smem, .what = "chunked through the host's shared segment"},
+      {.coll = C::AllGather, .algo = A::Bruck, .max_bytes = 64 * KiB, .total = true, .flat = coll::allgather_bruck,
+       .what = "Bruck"},
+      {.coll = C::AllGather, .algo = A::Ring, .total = true, .flat = coll::allgather_ring, .what = "ring"},
 
-      {C::ReduceScatter, A::Hier, kLevels | kBlocked, 0, kAny, kAll, false, true, nullptr, coll::reduce_scatter_hier,
-       "host groups across hosts, then on the host"},
-      {C::ReduceScatter, A::Smem, kChunks | kHostMem, 4 * MiB, kAny, kAll, false, true, coll::reduce_scatter_smem,
-       nullptr, "chunked through the host's shared segment"},
-      {C::ReduceScatter, A::Ring, kNothing, 0, kAny, kAll, false, true, coll::reduce_scatter_ring, nullptr, "ring"},
+      {.coll = C::ReduceScatter, .algo = A::Hier, .needs = kLevels | kBlocked, .hier = coll::reduce_scatter_hier,
+       .what = "host groups across hosts, then on the host"},
+      {.coll = C::ReduceScatter, .algo = A::Smem, .needs = kChunks | kHostMem, .min_bytes = 4 * MiB,
+       .flat = coll::reduce_scatter_smem, .what = "chunked through the host's shared segment"},
+      {.coll = C::ReduceScatter, .algo = A::Ring, .flat = coll::reduce_scatter_ring, .what = "ring"},
 
-      {C::AlltoAll, A::Pairwise, kNothing, 0, kAny, kAll, false, true, coll::alltoall_pairwise, nullptr,
-       "pairwise with a window"},
-      {C::Barrier, A::Dissemination, kNothing, 0, kAny, kAll, false, true, coll::barrier_dissemination, nullptr,
-       "dissemination"},
-      {C::SendRecv, A::Direct, kNothing, 0, kAny, kAll, false, true, nullptr, nullptr, "point to point"},
+      {.coll = C::AlltoAll, .algo = A::Pairwise, .flat = coll::alltoall_pairwise, .what = "pairwise with a window"},
+      {.coll = C::Barrier, .algo = A::Dissemination, .flat = coll::barrier_dissemination, .what = "dissemination"},
+      {.coll = C::SendRecv, .algo = A::Direct, .what = "point to point"},
   };
   return t;
 }

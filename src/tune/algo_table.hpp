@@ -44,16 +44,14 @@ constexpr size_t kModelBound = SIZE_MAX - 1;
 struct AlgoEntry {
   Coll coll;
   Algo algo;
-  unsigned needs;
-  // The default choice where min_bytes <= size <= max_bytes and nranks <= max_ranks
-  // (size: the per-rank bytes, or the whole buffer when `total`); never when !by_default.
-  size_t min_bytes, max_bytes;
-  int max_ranks;
-  bool total;
-  bool by_default;
-  FlatFn flat;  // one of flat / hier
-  HierFn hier;
-  const char* what;
+  unsigned needs = kNothing;
+  // The default choice where min_bytes <= size <= max_bytes (size: the per-rank
+  // bytes, or the whole buffer when `total`); tune::Plan holds the windows in use.
+  size_t min_bytes = 0, max_bytes = SIZE_MAX;
+  bool total = false;
+  FlatFn flat = nullptr;  // one of flat / hier
+  HierFn hier = nullptr;
+  const char* what = "";  // dccl-info --plan's description
 };
 
 const std::vector<AlgoEntry>& algo_table();

@@ -40,9 +40,4 @@ size_t rd_allreduce_max_bytes(int nranks, const LinkModel& m) {
   return std::max(kRdMinBytes, static_cast<size_t>(s));
 }
 
-size_t smem_chunk_bytes(size_t configured, bool set_in_env, int nranks) {
-  if (nranks == 2 && !set_in_env) return size_t{512} << 10;
-  return configured;
-}
-
 }  // namespace dccl::tune

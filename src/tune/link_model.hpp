@@ -30,11 +30,4 @@ LinkModel link_model_for(const std::string& provider_summary);
 constexpr size_t kRdMinBytes = size_t{4} << 10, kRdMaxBytes = size_t{256} << 10;
 size_t rd_allreduce_max_bytes(int nranks, const LinkModel& m);
 
-// The chunk of the shared-memory chunked allreduce: DCCL_SMEM_CHUNK_BYTES when the
-// environment set it, else that setting's default, or 512 KiB for 2 ranks, so that
-// each rank's part of a chunk is 256 KiB as with 256 KiB over 4. Measured against
-// 256 KiB (9 and 7 interleaved launches, medians): 2 ranks 1/4/16/64 MiB 3-7% faster;
-// 4 ranks 1 and 16 MiB 3-7% slower: what matters is each rank's part of a chunk.
-size_t smem_chunk_bytes(size_t configured, bool set_in_env, int nranks);
-
 }  // namespace dccl::tune

@@ -29,15 +29,9 @@ bool parse_coll(const std::string& s, Coll* out) {
   }
   return false;
 }
-}  // namespace
 
-Tuner::Tuner(const std::string& spec, size_t chunk_override, bool same_host, size_t smem_bytes, bool smem_chunks,
-             LinkModel link)
-    : chunk_override_(chunk_override), same_host_(same_host), one_host_chunk_(link.one_host_chunk_bytes) {
-  // Entry l: the smallest rank count whose ceil(log2) is l.
-  for (int l = 0; l < 32; ++l) rd_bound_[l] = rd_allreduce_max_bytes(l == 0 ? 1 : (1 << (l - 1)) + 1, link);
-  offer_.oneshot_bytes = smem_bytes;
-  offer_.chunks = smem_chunks;
+// DCCL_ALGO: "ring" (every collective that has it) or "allreduce:rhd,broadcast:tree".
+void parse_override(const std::string& spec, const AlgoEntry* forced[kNumColls]) {
   std::stringstream ss(spec);
   std::string item;
   while (std::getline(ss, item, ',')) {
@@ -50,7 +44,7 @@ Tuner::Tuner(const std::string& spec, size_t chunk_override, bool same_host, siz
       bool any = false;
       for (int i = 0; i < kNumColls; ++i)
         if (const AlgoEntry* e = find_entry(static_cast<Coll>(i), a)) {
-          forced_[i] = e;
+          forced[i] = e;
           any = true;
         }
       if (!any) core::raise(dcclInvalidArgument, "DCCL_ALGO: '" + item + "' applies to no collective");
@@ -62,9 +56,26 @@ Tuner::Tuner(const std::string& spec, size_t chunk_override, bool same_host, siz
       if (!e)
         core::raise(dcclInvalidArgument, "DCCL_ALGO: '" + item.substr(colon + 1) + "' is not an algorithm for " +
                                              coll_name(c) + " (known: " + algo_list_text() + ")");
-      forced_[static_cast<int>(c)] = e;
+      forced[static_cast<int>(c)] = e;
     }
   }
+}
+
+}  // namespace
+
+void check_algo_override(const std::string& spec) {
+  const AlgoEntry* forced[kNumColls] = {};
+  parse_override(spec, forced);
+}
+
+Tuner::Tuner(const Plan& plan)
+    : host_chunk_(plan.chunk_bytes(false)), device_chunk_(plan.chunk_bytes(true)), windows_(plan.windows) {
+  if (windows_.size() != algo_table().size()) core::raise(dcclInternalError, "tuner: the plan's windows are not the table's");
+  // Entry l: the smallest rank count whose ceil(log2) is l.
+  for (int l = 0; l < 32; ++l) rd_bound_[l] = rd_allreduce_max_bytes(l == 0 ? 1 : (1 << (l - 1)) + 1, plan.link);
+  offer_.oneshot_bytes = plan.segment ? plan.smem_oneshot_bytes : 0;
+  offer_.chunks = plan.segment && plan.smem_chunk_bytes > 0;
+  parse_override(plan.algo_override, forced_);
 }
 
 Choice Tuner::choose(Coll c, size_t bytes, int n, bool device) const {
@@ -81,24 +92,18 @@ Choice Tuner::decide(Coll c, size_t bytes, int n, bool device) const {
   const size_t total = bytes * static_cast<size_t>(n > 0 ? n : 1);
   const AlgoEntry* pick = nullptr;
   if (const AlgoEntry* f = forced_[static_cast<int>(c)]; f && usable(*f, o, bytes)) pick = f;
-  for (const AlgoEntry& e : algo_table()) {
-    if (pick) break;
-    if (e.coll != c || !e.by_default || !usable(e, o, bytes)) continue;
+  const std::vector<AlgoEntry>& table = algo_table();
+  for (size_t i = 0; i < table.size() && !pick; ++i) {
+    const AlgoEntry& e = table[i];
+    if (e.coll != c || !usable(e, o, bytes)) continue;
     const size_t size = e.total ? total : bytes;
-    const size_t max =
-        e.max_bytes == kModelBound ? rd_bound_[n > 1 ? std::bit_width(static_cast<unsigned>(n - 1)) : 0] : e.max_bytes;
-    if (size >= e.min_bytes && size <= max && n <= e.max_ranks) pick = &e;
+    // The model's bound by this call's rank count (the plan's window holds its own count's).
+    const size_t max = e.max_bytes == kModelBound ? rd_bound_[n > 1 ? std::bit_width(static_cast<unsigned>(n - 1)) : 0]
+                                                  : windows_[i].max_bytes;
+    if (size >= windows_[i].min_bytes && size <= max) pick = &e;
   }
   if (!pick) core::raise(dcclInternalError, std::string("tuner: no algorithm for ") + coll_name(c));
-  // Across hosts 256 KiB, so that reduction overlaps the wire. On one host the link
-  // model's: larger chunks amortise per-message cost (512 KiB on shared memory, 1 MiB
-  // over TCP loopback, where the wire is a memory copy too). Device memory on one host takes 2 MiB: every
-  // chunk's reduction is handed to the device's engine and waited for, and that
-  // hand-off, not the copy, sets the pace (sim, 4 ranks, medians of 3: 16 MiB
-  // direct 21.0 -> 16.8 ms, staged 27.1 -> 22.2 ms against 512 KiB).
-  size_t chunk = same_host_ ? (device ? kDeviceChunkBytes : one_host_chunk_) : (256u << 10);
-  if (chunk_override_) chunk = chunk_override_;
-  return Choice{pick->algo, chunk, pick};
+  return Choice{pick->algo, device ? device_chunk_ : host_chunk_, pick};
 }
 
 }  // namespace dccl::tune

@@ -6,14 +6,12 @@
 #pragma once
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "tune/algo_table.hpp"
-#include "tune/link_model.hpp"
+#include "tune/plan.hpp"
 
 namespace dccl::tune {
-
-// Pipeline chunk for device memory when every rank shares a host.
-constexpr size_t kDeviceChunkBytes = size_t{2} << 20;
 
 struct Choice {
   Algo algo;
@@ -21,14 +19,17 @@ struct Choice {
   const AlgoEntry* entry;  // what runs it
 };
 
+// Throws core::Error(dcclInvalidArgument) when `spec` is not a valid DCCL_ALGO.
+void check_algo_override(const std::string& spec);
+
 class Tuner {
  public:
-  // `override_spec` is DCCL_ALGO; throws core::Error(dcclInvalidArgument) for an unknown name.
-  // smem_bytes: largest allreduce the shared-memory one-shot takes (0: not available);
-  // smem_chunks: the segment has chunk slots for larger allreduces.
-  // `link`: the model the size thresholds marked kModelBound come from.
-  Tuner(const std::string& override_spec, size_t chunk_bytes_override, bool same_host, size_t smem_bytes = 0,
-        bool smem_chunks = false, LinkModel link = link_model_for("tcp"));
+  // Chooses by `plan`: its windows, chunks and shared segment (the one-shot when
+  // plan.segment and smem_oneshot_bytes > 0, chunk slots when smem_chunk_bytes > 0),
+  // the link model for recursive doubling's bound at other rank counts, and
+  // plan.algo_override (DCCL_ALGO): throws core::Error(dcclInvalidArgument) for an
+  // unknown name.
+  explicit Tuner(const Plan& plan);
   // Hierarchical algorithms have their sub-communicators; `blocked`: ranks are
   // numbered host by host (the hierarchical allgather needs it).
   void set_levels(bool available, bool blocked) {
@@ -55,9 +56,8 @@ class Tuner {
   };
   mutable Memo memo_;
   const AlgoEntry* forced_[kNumColls] = {};
-  size_t chunk_override_;
-  bool same_host_;
-  size_t one_host_chunk_;  // host memory, every rank on one host (the link model's)
+  size_t host_chunk_, device_chunk_;  // the plan's chunk_bytes(false / true)
+  std::vector<Window> windows_;       // the plan's, in table order
   Offer offer_;
   // rd_allreduce_max_bytes(n, link) by ceil(log2 n) (0..31), computed once: the
   // bound depends on n only through it, and choose() runs on every call.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The library builds for aarch64: every source of src/ (the CUDA backend aside)
+# The library builds for aarch64: every source of src/ (the CUDA toolkit's files aside)
 # and the examples parsed by a cross compiler with the build's warnings as
 # errors (x86 intrinsics, target("avx2") and PAUSE must stay behind their
 # guards), and the spin-wait hint's assembly assembled. Compile only: nothing
@@ -13,7 +13,7 @@ mkdir "$T/inc" && cp -r "$FI/rdma" "$T/inc/" || { echo "FAIL no rdma/ headers in
 flags=(-Wall -Wextra -Wno-unused-parameter -Werror -I"$S/include" -I"$S/src" -isystem "$T/inc")
 fails=0
 
-find "$S/src" -name '*.cc' -not -path '*/mem/cuda/*' | sort > "$T/sources"
+find "$S/src" -name '*.cc' -not -path '*/mem/cuda/toolkit/*' | sort > "$T/sources"
 n=$(wc -l < "$T/sources")
 if xargs -P "$(nproc)" -n 4 "$CXX" -std=c++20 -fsyntax-only "${flags[@]}" < "$T/sources" > "$T/log" 2>&1; then
   echo "ok   $n sources of src/ compile for aarch64"

@@ -18,7 +18,15 @@ header dccl/dccl.h. The check fails on
     files F, G (the routing and waiting code knows links only by their interface),
   - a getenv() in src/ or tools/ outside the settings code (src/core/config.cc,
     where the settings table and the outside variables are read), except the
-    files of ENV_ALLOWED, which must read the environment themselves.
+    files of ENV_ALLOWED, which must read the environment themselves,
+  - a memory backend's internals included from outside its folder: each
+    subfolder of src/mem/ is a backend (host/, sim/, cuda/); code outside it (the
+    rest of src/, tools/, python/, bench/, examples/, tests/) includes only the
+    headers at the top of src/mem/ (the interface), and backends include nothing
+    of each other. A test may include the internals of the backend its file name
+    names (tests/unit/cuda_seam_test.cc: cuda),
+  - a CUDA header (<cuda*.h>) included in src/ outside src/mem/cuda/toolkit/,
+    the only files built just when the CUDA toolkit is found.
 Every violation is printed with the file and line; the exit status is 1 if any.
 """
 import os
@@ -26,6 +34,10 @@ import re
 import sys
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+CUDA_HEADER = re.compile(r'^\s*#\s*include\s+<(cuda[^>]*\.h)>')
+BACKENDS = "mem"  # the layer whose subfolders are the memory backends
+CUDA_TOOLKIT = "mem/cuda/toolkit/"
+OUTSIDE_SRC = ("tools", "python", "bench", "examples", "tests")
 SOURCE_EXT = (".cc", ".hpp", ".h", ".cu", ".cuh", ".inc")
 GETENV = re.compile(r"\b(?:secure_)?getenv\s*\(")
 SETTINGS_CODE = "src/core/config.cc"
@@ -116,6 +128,28 @@ def source_files(src):
                 yield os.path.relpath(os.path.join(dirpath, name), src)
 
 
+def backend_of(rel):
+    """The backend whose folder holds rel (a '/'-path under src/), or None."""
+    parts = rel.split("/")
+    return parts[1] if len(parts) > 2 and parts[0] == BACKENDS else None
+
+
+def backend_violation(where, owner, target, test_name=None):
+    """The message when a file of backend `owner` (None: no backend) may not include
+    target (a '/'-path under src/), or None when it may. test_name: the includer's
+    file name when it is a test."""
+    tb = backend_of(target)
+    if tb is None or tb == owner:
+        return None
+    if test_name is not None and tb in re.split(r"[_.\-]", test_name):
+        return None
+    if owner is not None:
+        return (f"{where}: backend '{owner}' includes \"{target}\" of backend '{tb}': backends do not "
+                f"include each other (share through the interface headers of src/{BACKENDS}/)")
+    return (f"{where}: includes \"{target}\", an internal of backend '{tb}': outside src/{BACKENDS}/{tb}/ "
+            f"include only the interface headers of src/{BACKENDS}/")
+
+
 def find_cycle(graph):
     """Returns one cycle (a list of files) in graph, or None."""
     white, grey, black = 0, 1, 2
@@ -165,19 +199,27 @@ def check(root):
         if layer not in rank:
             continue  # already reported with its folder
         edges = graph.setdefault(rel, [])
+        owner = backend_of(rel.replace(os.sep, "/"))
         with open(os.path.join(src, rel), encoding="utf-8", errors="replace") as f:
             for lineno, line in enumerate(f, 1):
+                where = f"src/{rel}:{lineno}"
+                c = CUDA_HEADER.match(line)
+                if c and not rel.replace(os.sep, "/").startswith(CUDA_TOOLKIT):
+                    errors.append(f"{where}: includes <{c.group(1)}> outside src/{CUDA_TOOLKIT}, "
+                                  f"which alone is built only with the CUDA toolkit")
                 m = INCLUDE.match(line)
                 if not m:
                     continue
                 target = m.group(1)
-                where = f"src/{rel}:{lineno}"
                 if os.path.isfile(os.path.join(public, target)):
                     continue  # the public header: allowed from every layer
                 local = os.path.normpath(os.path.join(os.path.dirname(rel), target))
                 if "/" not in target and os.path.isfile(os.path.join(src, local)):
                     edges.append(local)  # same folder, written without the folder
                     continue
+                bad = backend_violation(where, owner, target)
+                if bad:
+                    errors.append(bad)
                 top = target.split("/")[0]
                 if top not in rank:
                     errors.append(f"{where}: includes \"{target}\": '{top}' is not a layer")
@@ -195,8 +237,30 @@ def check(root):
         errors.append("include cycle: " + " -> ".join(cycle))
     folders, assembling = read_link_folders(root)
     errors += check_links(src, graph, folders, assembling)
+    errors += check_outside(root)
     errors += check_env(root)
     return order, len(graph), errors
+
+
+def check_outside(root):
+    """Tools, bindings, benchmarks, examples and tests include no backend's
+    internals (a test: none but those of the backend its file name names)."""
+    errors = []
+    for top in OUTSIDE_SRC:
+        base = os.path.join(root, top)
+        if not os.path.isdir(base):
+            continue
+        for rel in source_files(base):
+            path = f"{top}/{rel}".replace(os.sep, "/")
+            test_name = os.path.basename(rel) if top == "tests" else None
+            with open(os.path.join(base, rel), encoding="utf-8", errors="replace") as f:
+                for lineno, line in enumerate(f, 1):
+                    m = INCLUDE.match(line)
+                    if m:
+                        bad = backend_violation(f"{path}:{lineno}", None, m.group(1), test_name)
+                        if bad:
+                            errors.append(bad)
+    return errors
 
 
 def check_env(root):
@@ -233,6 +297,7 @@ def main():
     folders, _ = read_link_folders(os.path.abspath(root))
     print(f"layers: {nfiles} files of src/ include only downward ({' < '.join(order)}); no cycles; "
           f"link folders {', '.join(folders) or '(none)'} apart and included only where links are assembled; "
+          f"no memory backend's internals included from outside its folder; "
           f"the environment is read only in {SETTINGS_CODE} and {len(ENV_ALLOWED)} allowed files")
     return 0
 

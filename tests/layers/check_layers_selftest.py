@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Shows that check_layers.py fails where it must: builds small source trees with
-an upward include, a cycle, an unknown folder and a missing file, and one clean
-tree, and checks the verdict and the message for each."""
+an upward include, a cycle, an unknown folder, a missing file, a getenv outside
+the settings code and a memory backend's internals reached from outside its
+folder, and clean trees, and checks the verdict and the message for each."""
 import os
 import sys
 import tempfile
@@ -97,8 +98,52 @@ def main():
             "src/high/c.hpp": "",
             "tools/dccl-run/options.cc": "int x;\n",
         }, "tools/dccl-run/options.cc: in ENV_ALLOWED but reads no environment variable"),
-    ]
+    ] + backend_cases()
     return 0 if all(results) else 1
+
+
+# A mem layer with an interface header and two backends, as src/mem/ has.
+MEM_ORDER = "core < mem < high"
+MEM_TREE = {
+    "src/core/a.hpp": "",
+    "src/mem/backend.hpp": "",
+    "src/mem/sim/arena.hpp": '#include "mem/backend.hpp"\n',
+    "src/mem/sim/sim_backend.cc": '#include "mem/sim/arena.hpp"\n#include "arena.hpp"\n',
+    "src/mem/cuda/api.hpp": "",
+    "src/mem/cuda/toolkit/runtime.cc": '#include <cuda_runtime.h>\n#include "mem/cuda/api.hpp"\n',
+    "src/high/c.cc": '#include "mem/backend.hpp"\n',
+}
+
+
+def backend_case(name, extra, want):
+    return expect(name, {**MEM_TREE, **extra}, want, order=MEM_ORDER)
+
+
+def backend_cases():
+    return [
+        backend_case("backends: clean tree, a test of one backend reaching its internals", {
+            "tests/unit/cuda_seam_test.cc": '#include "mem/cuda/api.hpp"\n#include "mem/backend.hpp"\n',
+            "tests/unit/fake_cuda.hpp": '#include "mem/cuda/api.hpp"\n',
+        }, None),
+        backend_case("backends: a higher layer includes a backend's internals", {
+            "src/high/d.cc": '#include "mem/sim/arena.hpp"\n',
+        }, "src/high/d.cc:1: includes \"mem/sim/arena.hpp\", an internal of backend 'sim'"),
+        backend_case("backends: the interface includes a backend's internals", {
+            "src/mem/registry.cc": '#include "mem/backend.hpp"\n#include "mem/cuda/api.hpp"\n',
+        }, "src/mem/registry.cc:2: includes \"mem/cuda/api.hpp\", an internal of backend 'cuda'"),
+        backend_case("backends: one backend includes another", {
+            "src/mem/host/host_backend.cc": '#include "mem/sim/arena.hpp"\n',
+        }, "backend 'host' includes \"mem/sim/arena.hpp\" of backend 'sim'"),
+        backend_case("backends: a tool includes a backend's internals", {
+            "tools/t/main.cc": '#include "mem/sim/arena.hpp"\n',
+        }, "tools/t/main.cc:1: includes \"mem/sim/arena.hpp\", an internal of backend 'sim'"),
+        backend_case("backends: a test reaches another backend's internals", {
+            "tests/unit/sim_backend_test.cc": '#include "mem/cuda/api.hpp"\n',
+        }, "tests/unit/sim_backend_test.cc:1: includes \"mem/cuda/api.hpp\", an internal of backend 'cuda'"),
+        backend_case("backends: a CUDA header outside the toolkit folder", {
+            "src/mem/cuda/select.cc": '#include <cuda.h>\n',
+        }, "src/mem/cuda/select.cc:1: includes <cuda.h> outside src/mem/cuda/toolkit/"),
+    ]
 
 
 if __name__ == "__main__":

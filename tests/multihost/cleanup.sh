@@ -1,6 +1,6 @@
 #!/bin/bash
 # The emulated network goes away however the job ends.
-# usage: cleanup.sh MODE DCCL_RUN, MODE one of
+# usage: cleanup.sh MODE DCCL_RUN [dccl-run options, e.g. --fabric], MODE one of
 #   sigterm    dccl-run gets SIGTERM mid-job: ranks end, namespaces removed, exit 143;
 #              while the job runs, the root namespace's links are unchanged
 #   sigint     the same with SIGINT (exit 130)
@@ -11,6 +11,7 @@
 . "$(dirname "$0")/lib.sh"
 need_emulation
 mode=$1 run=$2
+shift 2
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 # Each rank writes its pid, then waits to be ended; in rank-fails rank 1 exits 3
@@ -38,7 +39,7 @@ case $mode in
   *) fail "unknown mode $mode" ;;
 esac
 # A background job of a script ignores SIGINT; give dccl-run the default back.
-env --default-signal=INT "$run" --hosts 2+1 --timeout 100 bash -c "$rank" "$dir" "$mode" &
+env --default-signal=INT "$run" --hosts 2+1 "$@" --timeout 100 bash -c "$rank" "$dir" "$mode" &
 pid=$!
 wait_for "$dir/pid.*" 3 30 || { kill -KILL $pid; fail "the ranks did not start within 30 s"; }
 [ -n "$(left_of $pid)" ] || fail "no namespace dccl-$pid-* while the job runs"

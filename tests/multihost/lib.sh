@@ -25,3 +25,46 @@ wait_for() {
   done
   return 1
 }
+
+# hold_hosts DCCL_RUN HOSTS [dccl-run options...]: emulated hosts for programs
+# started with `ip netns exec` (flows, other launchers): dccl-run in the background
+# with one sleeping rank per host. Sets held (its pid) and emu (dccl-<pid>, the
+# namespaces' prefix). release_hosts ends it (SIGTERM: dccl-run removes the
+# namespaces, after killing what else runs in them) and fails when any is left.
+hold_hosts() {
+  local run=$1 n=$2
+  shift 2
+  "$run" --hosts "$(printf '1%.0s+' $(seq 2 "$n"))1" "$@" --timeout 900 bash -c 'exec sleep 890' &
+  held=$! emu=dccl-$!
+  wait_for "/run/netns/$emu-h*" "$n" 20 || fail "the emulated hosts did not come up within 20 s"
+  sleep 0.5
+}
+release_hosts() {
+  [ -n "$held" ] || return 0
+  # What the test started in the hosts and may outlive it (daemons' children, ranks
+  # of an interrupted launcher): every process there but dccl-run's sleeping ranks.
+  local p ns
+  for ns in /run/netns/$emu-h*; do
+    for p in $(ip netns pids "${ns##*/}" 2>/dev/null); do
+      [ "$(cat /proc/$p/comm 2>/dev/null)" = sleep ] || kill -KILL "$p" 2>/dev/null
+    done
+  done
+  kill "$held" 2>/dev/null
+  wait "$held" 2>/dev/null
+  local left
+  left=$(left_of "$held")
+  held=
+  [ -z "$left" ] || fail "namespaces left behind: $(echo $left)"
+}
+
+# check_2x2 FILE: dccl-perf's output (all_reduce -b 8 -e 512K -f 16) of 4 ranks on 2
+# emulated hosts: ranks 0,1 on dccl-h0 and 2,3 on dccl-h1, 5 sizes, 0 wrong.
+check_2x2() {
+  local r rows
+  for r in 0 1 2 3; do
+    grep -q "^#  Rank  $r Pid [0-9]* on dccl-h$((r / 2)) " "$1" || fail "rank $r is not on dccl-h$((r / 2))"
+  done
+  rows=$(awk '$1 ~ /^[0-9]+$/ && $3 == "float"' "$1")
+  [ "$(echo "$rows" | wc -l)" = 5 ] || fail "expected 5 sizes (8 B to 512 KiB) in dccl-perf's output"
+  echo "$rows" | awk '$9 != 0 || $13 != 0 { bad = 1 } END { exit bad }' || fail "wrong results"
+}

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "dccl/dccl.h"
-#include "mem/sim.hpp"
+#include "mem/backend.hpp"
 
 namespace {
 

@@ -66,6 +66,21 @@ TEST(Backoff, BusyMachineSleepsAfterTheSpin) {
   Contention::reset();
 }
 
+TEST(Backoff, BusyMachineSleepsWithoutASpinBudget) {
+  // Ranks outnumber cores (no spin): a busy machine still skips the yields.
+  const auto t0 = Clock::now();
+  Contention::mark(t0);
+  Backoff b(0, t0);
+  Naps naps;
+  EXPECT_TRUE(b.idle(t0, false, naps.fn()));
+  EXPECT_EQ(naps.ns.size(), 1u);
+  Contention::reset();
+  Backoff quiet(0, t0);
+  Naps none;
+  EXPECT_TRUE(quiet.idle(t0, false, none.fn()));  // a quiet machine yields first
+  EXPECT_TRUE(none.ns.empty());
+}
+
 TEST(Contention, LongYieldsMarkTheMachineBusyForAWhile) {
   Contention::reset();
   const auto t0 = Clock::now();

@@ -17,7 +17,7 @@
 
 #include "cuda_seam_util.hpp"
 #include "fake_cuda.hpp"
-#include "mem/cuda_api.hpp"
+#include "mem/cuda/cuda_api.hpp"
 #include "mem/dmabuf_probe.hpp"
 #include "mem/direct_path.hpp"
 #include "mem/path_choice.hpp"

@@ -14,7 +14,7 @@
 
 #include "core/error.hpp"
 #include "fake_cuda.hpp"
-#include "mem/cuda_api.hpp"
+#include "mem/cuda/cuda_api.hpp"
 #include "mem/direct_path.hpp"
 #include "mem/path_choice.hpp"
 #include "mem/staged_path.hpp"

@@ -25,7 +25,7 @@
 
 #include "kernels/reduce.hpp"
 #include "core/error.hpp"
-#include "mem/cuda_api.hpp"
+#include "mem/cuda/cuda_api.hpp"
 
 namespace fake {
 

@@ -16,7 +16,7 @@
 #include "kernels/reduce.hpp"
 #include "core/error.hpp"
 #include "mem/backend.hpp"
-#include "mem/sim.hpp"
+#include "mem/sim/sim_views.hpp"
 
 using namespace dccl;
 using mem::Backend;

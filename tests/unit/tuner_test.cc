@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "tune/algo_table.hpp"
 #include "tune/link_model.hpp"
+#include "tune/plan.hpp"
 #include "tune/tuner.hpp"
 
 using dccl::tune::Algo;
@@ -17,10 +18,24 @@ using dccl::tune::smem_chunk_bytes;
 namespace {
 constexpr size_t KiB = 1024, MiB = 1024 * 1024;
 Algo pick(const Tuner& t, Coll c, size_t bytes, int n) { return t.choose(c, bytes, n).algo; }
+// A tuner made from the plan of 4 ranks on one host (same_host) or on 2, with the
+// shared segment's one-shot up to smem_bytes (0: off) and its chunk slots (or not).
+Tuner make(const char* algo, size_t chunk, bool same_host, size_t smem_bytes = 0, bool smem_chunks = false,
+           const char* provider = "tcp") {
+  dccl::core::Config cfg;
+  cfg.algo = algo;
+  cfg.chunk_bytes = chunk;
+  cfg.smem_bytes = smem_bytes;
+  cfg.smem_chunk_bytes = smem_chunks ? 256 * KiB : 0;
+  cfg.hier = true;
+  cfg.spin_us = 50;
+  return Tuner(dccl::tune::make_plan(
+      {.nranks = 4, .nhosts = same_host ? 1 : 2, .local_size = same_host ? 4 : 2, .provider = provider}, cfg));
+}
 }  // namespace
 
 TEST(Tuner, AllreduceAcrossHostsByMessages) {
-  Tuner t("", 0, /*same_host=*/false, /*smem_bytes=*/0, /*smem_chunks=*/false);
+  Tuner t = make("", 0, /*same_host=*/false, /*smem_bytes=*/0, /*smem_chunks=*/false);
   EXPECT_EQ(pick(t, Coll::AllReduce, 8, 4), Algo::Rd);
   EXPECT_EQ(pick(t, Coll::AllReduce, 64 * KiB, 2), Algo::Rd);
   EXPECT_EQ(pick(t, Coll::AllReduce, 64 * KiB, 4), Algo::Rhd);
@@ -32,7 +47,7 @@ TEST(Tuner, AllreduceAcrossHostsByMessages) {
 }
 
 TEST(Tuner, OneHostUsesTheSegment) {
-  Tuner t("", 0, /*same_host=*/true, /*smem_bytes=*/64 * KiB, /*smem_chunks=*/true);
+  Tuner t = make("", 0, /*same_host=*/true, /*smem_bytes=*/64 * KiB, /*smem_chunks=*/true);
   EXPECT_EQ(pick(t, Coll::AllReduce, 8, 2), Algo::Smem);
   EXPECT_EQ(pick(t, Coll::AllReduce, 64 * KiB, 8), Algo::Smem);
   EXPECT_EQ(pick(t, Coll::AllReduce, 64 * KiB + 4, 2), Algo::SmemRs);
@@ -50,51 +65,51 @@ TEST(Tuner, ChunkByLinkAndMemory) {
   // One host: host memory takes the link's chunk (512 KiB on shared memory, 1 MiB over
   // TCP), device memory 2 MiB (each chunk's reduction is a hand-off to the device);
   // across hosts 256 KiB; DCCL_CHUNK_BYTES wins.
-  Tuner one("", 0, /*same_host=*/true, 64 * KiB, true, link_model_for("shm"));
+  Tuner one = make("", 0, /*same_host=*/true, 64 * KiB, true, "shm");
   EXPECT_EQ(one.choose(Coll::AllReduce, 16 * MiB, 4, /*device=*/false).chunk_bytes, 512 * KiB);
-  Tuner one_tcp("", 0, /*same_host=*/true, 0, false, link_model_for("tcp;ofi_rxm"));
+  Tuner one_tcp = make("", 0, /*same_host=*/true, 0, false, "tcp;ofi_rxm");
   EXPECT_EQ(one_tcp.choose(Coll::AllReduce, 16 * MiB, 4, false).chunk_bytes, 1 * MiB);
   EXPECT_EQ(one_tcp.choose(Coll::AllReduce, 16 * MiB, 4, true).chunk_bytes, 2 * MiB);
   EXPECT_EQ(one.choose(Coll::AllReduce, 16 * MiB, 4, /*device=*/true).chunk_bytes, 2 * MiB);
   EXPECT_EQ(one.choose(Coll::AllReduce, 16 * MiB, 4, true).algo, Algo::Ring);
-  Tuner across("", 0, /*same_host=*/false);
+  Tuner across = make("", 0, /*same_host=*/false);
   EXPECT_EQ(across.choose(Coll::AllReduce, 16 * MiB, 4, true).chunk_bytes, 256 * KiB);
-  Tuner forced("", 1 * MiB, true, 64 * KiB, true);
+  Tuner forced = make("", 1 * MiB, true, 64 * KiB, true);
   EXPECT_EQ(forced.choose(Coll::AllReduce, 16 * MiB, 4, true).chunk_bytes, 1 * MiB);
 }
 
 TEST(Tuner, SegmentPartsSwitchedOffSeparately) {
-  Tuner no_chunks("", 0, true, 64 * KiB, false);
+  Tuner no_chunks = make("", 0, true, 64 * KiB, false);
   EXPECT_EQ(pick(no_chunks, Coll::AllReduce, 32 * KiB, 2), Algo::Smem);
   EXPECT_EQ(pick(no_chunks, Coll::AllReduce, 16 * MiB, 2), Algo::Ring);
   EXPECT_EQ(pick(no_chunks, Coll::ReduceScatter, 16 * MiB, 2), Algo::Ring);
-  Tuner no_oneshot("", 0, true, 0, true);
+  Tuner no_oneshot = make("", 0, true, 0, true);
   EXPECT_EQ(pick(no_oneshot, Coll::AllReduce, 8, 2), Algo::SmemRs);
 }
 
 TEST(Tuner, ForcedAlgorithmsFallBackWhenTheSegmentLacksThem) {
   // A forced algorithm the communicator cannot run gives way to the default choice.
-  Tuner t("allreduce:smem,reduce_scatter:smem,allgather:smem", 0, false, 0, false);
+  Tuner t = make("allreduce:smem,reduce_scatter:smem,allgather:smem", 0, false, 0, false);
   EXPECT_EQ(pick(t, Coll::AllReduce, 8, 4), Algo::Rd);
   EXPECT_EQ(pick(t, Coll::AllReduce, 1 * MiB, 4), Algo::Ring);
   EXPECT_EQ(pick(t, Coll::ReduceScatter, 8, 4), Algo::Ring);
   EXPECT_EQ(pick(t, Coll::AllGather, 8, 4), Algo::Bruck);
   EXPECT_EQ(pick(t, Coll::AllGather, 1 * MiB, 4), Algo::Ring);
-  Tuner rs("allreduce:smem_rs", 0, true, 64 * KiB, false);
+  Tuner rs = make("allreduce:smem_rs", 0, true, 64 * KiB, false);
   EXPECT_EQ(pick(rs, Coll::AllReduce, 8, 4), Algo::Smem);
   EXPECT_EQ(pick(rs, Coll::AllReduce, 1 * MiB, 4), Algo::Ring);
-  Tuner seg("allreduce:smem_rs,allgather:smem", 0, true, 64 * KiB, true);
+  Tuner seg = make("allreduce:smem_rs,allgather:smem", 0, true, 64 * KiB, true);
   EXPECT_EQ(pick(seg, Coll::AllReduce, 8, 4), Algo::SmemRs);
   EXPECT_EQ(pick(seg, Coll::AllGather, 8, 4), Algo::Smem);
 }
 
 TEST(Tuner, OverridesAreChecked) {
-  EXPECT_EQ(pick(Tuner("ring", 0, true, 64 * KiB, true), Coll::AllReduce, 8, 2), Algo::Ring);
-  EXPECT_EQ(pick(Tuner("ring", 0, true, 64 * KiB, true), Coll::AllGather, 64 * MiB, 2), Algo::Ring);
-  EXPECT_EQ(Tuner("", 128 * KiB, false).choose(Coll::AllReduce, 1 * MiB, 4).chunk_bytes, 128 * KiB);
+  EXPECT_EQ(pick(make("ring", 0, true, 64 * KiB, true), Coll::AllReduce, 8, 2), Algo::Ring);
+  EXPECT_EQ(pick(make("ring", 0, true, 64 * KiB, true), Coll::AllGather, 64 * MiB, 2), Algo::Ring);
+  EXPECT_EQ(make("", 128 * KiB, false).choose(Coll::AllReduce, 1 * MiB, 4).chunk_bytes, 128 * KiB);
   auto refused = [](const char* spec) {
     try {
-      Tuner t(spec, 0, true, 64 * KiB, true);
+      Tuner t = make(spec, 0, true, 64 * KiB, true);
     } catch (const dccl::core::Error& e) {
       return e.code() == dcclInvalidArgument;
     }
@@ -109,17 +124,17 @@ TEST(Tuner, OverridesAreChecked) {
 }
 
 TEST(Tuner, DeviceMemoryNeverTakesTheSegment) {
-  Tuner t("", 0, true, 64 * KiB, true);
+  Tuner t = make("", 0, true, 64 * KiB, true);
   EXPECT_EQ(pick(t, Coll::AllReduce, 8, 4), Algo::Smem);
   EXPECT_EQ(t.choose(Coll::AllReduce, 8, 4, /*device=*/true).algo, Algo::Rd);
   EXPECT_EQ(t.choose(Coll::AllReduce, 1 * MiB, 4, true).algo, Algo::Ring);
   EXPECT_EQ(t.choose(Coll::AllGather, 4 * MiB, 4, true).algo, Algo::Ring);
-  Tuner forced("allreduce:smem_rs", 0, true, 64 * KiB, true);
+  Tuner forced = make("allreduce:smem_rs", 0, true, 64 * KiB, true);
   EXPECT_EQ(forced.choose(Coll::AllReduce, 100 * KiB, 4, true).algo, Algo::Rhd);
 }
 
 TEST(Tuner, HierarchyAcrossHosts) {
-  Tuner t("", 0, false);
+  Tuner t = make("", 0, false);
   t.set_levels(true, /*blocked=*/true);
   EXPECT_EQ(pick(t, Coll::AllReduce, 8, 8), Algo::Hier);
   EXPECT_EQ(pick(t, Coll::AllReduce, 64 * MiB, 8), Algo::Hier);
@@ -133,10 +148,10 @@ TEST(Tuner, HierarchyAcrossHosts) {
   EXPECT_EQ(pick(t, Coll::ReduceScatter, 1 * MiB, 8), Algo::Ring);
   EXPECT_EQ(pick(t, Coll::AllReduce, 1 * MiB, 8), Algo::Hier);
   EXPECT_EQ(pick(t, Coll::Reduce, 1 * MiB, 8), Algo::Hier);
-  Tuner flat("allreduce:ring", 0, false);
+  Tuner flat = make("allreduce:ring", 0, false);
   flat.set_levels(true, true);
   EXPECT_EQ(pick(flat, Coll::AllReduce, 1 * MiB, 8), Algo::Ring);
-  Tuner none("hier", 0, false);  // forced, but one host: the default
+  Tuner none = make("hier", 0, false);  // forced, but one host: the default
   EXPECT_EQ(pick(none, Coll::AllReduce, 1 * MiB, 4), Algo::Ring);
 }
 
@@ -208,7 +223,7 @@ TEST(Tuner, RecursiveDoublingBoundComesFromTheLinkModel) {
   const size_t tcp4 = rd_allreduce_max_bytes(4, link_model_for("tcp;ofi_rxm"));
   EXPECT_GT(tcp4, 32 * KiB);
   EXPECT_LT(tcp4, 64 * KiB);
-  Tuner t("", 0, false, 0, false, link_model_for("tcp;ofi_rxm"));
+  Tuner t = make("", 0, false, 0, false, "tcp;ofi_rxm");
   EXPECT_EQ(pick(t, Coll::AllReduce, 32 * KiB, 4), Algo::Rd);
   EXPECT_EQ(pick(t, Coll::AllReduce, 64 * KiB, 4), Algo::Rhd);
   EXPECT_EQ(pick(t, Coll::AllReduce, 64 * KiB, 2), Algo::Rd);
@@ -237,16 +252,16 @@ TEST(Tuner, SegmentChunkByRankCount) {
 // or the same after set_levels() gives what a new tuner (nothing kept) says for that
 // one question, never a stale choice.
 TEST(Tuner, RememberedChoiceNeverStale) {
-  Tuner t("", 0, false);
+  Tuner t = make("", 0, false);
   const size_t sizes[] = {8, 8, 64 * KiB, 8, 1 * MiB, 1 * MiB, 8};
   for (size_t b : sizes)
     for (int n : {2, 8, 2})
       for (bool dev : {false, true, false}) {
         const auto got = t.choose(Coll::AllReduce, b, n, dev);
-        const auto want = Tuner("", 0, false).choose(Coll::AllReduce, b, n, dev);
+        const auto want = make("", 0, false).choose(Coll::AllReduce, b, n, dev);
         EXPECT_EQ(got.algo, want.algo) << b << " " << n;
         EXPECT_EQ(got.chunk_bytes, want.chunk_bytes) << b << " " << n;
-        EXPECT_EQ(t.choose(Coll::Broadcast, b, n, dev).algo, Tuner("", 0, false).choose(Coll::Broadcast, b, n, dev).algo);
+        EXPECT_EQ(t.choose(Coll::Broadcast, b, n, dev).algo, make("", 0, false).choose(Coll::Broadcast, b, n, dev).algo);
       }
   EXPECT_EQ(pick(t, Coll::AllReduce, 8, 8), Algo::Rd);
   t.set_levels(true, true);  // the same question now has another answer

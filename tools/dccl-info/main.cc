@@ -5,6 +5,8 @@
 //   dccl-info --env-md     the settings table as markdown (docs/env.md)
 //   dccl-info --topology   in a job (dccl-run -n N dccl-info --topology): rank 0 prints
 //                          hosts, ranks per host, every rank's rails and each pair's route
+//   dccl-info --plan [--json] [--ranks N] [--hosts H] [--provider P] [--cores C]
+//                          the tuning plan a communicator of that shape runs with
 //   dccl-info --dmabuf-check [--mem cuda|sim] [--json FILE]
 //                          every layer of the direct path this machine can test, one
 //                          line each: [pass], [FAIL] or [n/a], its name and a detail
@@ -30,6 +32,7 @@
 #include "net/rails.hpp"
 #include "tune/algo_table.hpp"
 #include "json_text.hpp"
+#include "plan.hpp"
 
 namespace {
 
@@ -107,13 +110,19 @@ int print_env() {
 }
 
 const char kUsage[] =
-    "usage: dccl-info [--env | --env-md | --topology | --dmabuf-check [--mem cuda|sim] [--json FILE] | --help]\n"
+    "usage: dccl-info [--env | --env-md | --topology | --plan [options] |\n"
+    "                  --dmabuf-check [--mem cuda|sim] [--json FILE] | --help]\n"
     "  (none)      version, libfabric providers, network rails, invalid settings, and\n"
     "              peer-direct viability layer by layer for sim and cuda memory\n"
     "  --env       every DCCL_* setting: type, default, the value set here (invalid ones flagged)\n"
     "  --env-md    the settings table as Markdown (docs/env.md)\n"
     "  --topology  inside a job (dccl-run, torchrun, mpirun, srun): rank 0 prints hosts,\n"
     "              ranks per host, rails per rank and the provider per peer pair\n"
+    "  --plan      the tuning plan (thresholds, caps, chunks, waits, algorithm windows) a\n"
+    "              communicator runs with under these settings: --ranks N (default 2),\n"
+    "              --hosts H (1), --provider P (DCCL_PROVIDER, else shm on one host,\n"
+    "              tcp;ofi_rxm across), --cores C (the host's cores, 0: unknown); --json:\n"
+    "              as JSON, with the choices a tuner made from it takes at every window's edges\n"
     "  --dmabuf-check  the direct path's dma-buf layers on this machine, each tested: export of\n"
     "              an aligned and an unaligned range (fd, size), SYNC_MEMOPS, buffer-id\n"
     "              invalidation, a trial registration of the fd on a domain opened for it\n"
@@ -274,6 +283,7 @@ int main(int argc, char** argv) {
     return print_env() ? 1 : 0;
   }
   if (argc > 1 && !strcmp(argv[1], "--topology")) return print_topology();
+  if (argc > 1 && !strcmp(argv[1], "--plan")) return print_plan(argc, argv);
   if (argc > 1) {
     fprintf(stderr, "dccl-info: unknown option '%s'\n%s", argv[1], kUsage);
     return 2;

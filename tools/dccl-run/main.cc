@@ -7,7 +7,7 @@
 // and the store listens in the job's switch namespace.
 // Files: options (the command line), placement (hosts and CPUs), rank_env (each
 // rank's environment), spawn (fork/exec, signal-safe), job (supervision), lines
-// (prefixed output), netns (emulated hosts).
+// (prefixed output), netns (emulated hosts), fabric and netns_fabric (--fabric).
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
   if (!opt.ranks_per_host.empty()) {
     const std::string own_path =
         dccl::core::env_value("PATH") ? dccl::core::env_text("PATH") : "/usr/sbin:/usr/bin:/sbin:/bin";
-    const std::string missing = dcclrun::emulation_unavailable(opt.rate_bps > 0, own_path);
+    const std::string missing = dcclrun::emulation_unavailable(opt.rate_bps > 0 || opt.flow_bps > 0, own_path);
     if (!missing.empty()) {
       say("--hosts " + missing);
       return 1;
@@ -98,6 +98,10 @@ int main(int argc, char** argv) {
     spec.rate_bps = opt.rate_bps;
     spec.mtu = opt.mtu;
     spec.default_route = !opt.no_default_route;
+    spec.fabric = opt.fabric;
+    spec.leaves = opt.leaves;
+    spec.spines = opt.spines;
+    spec.flow_bps = opt.flow_bps;
     net = dcclrun::EmuNet::create(spec, own_path, old_mask, &why);
     if (!net) {
       say("--hosts: " + why);
@@ -140,8 +144,8 @@ int main(int argc, char** argv) {
   }
   store.reset();
   if (net && opt.keep_net) {
-    std::string names = net->switch_ns();
-    for (size_t h = 0; h < opt.ranks_per_host.size(); ++h) names.append(" ").append(net->ns_name(static_cast<int>(h)));
+    std::string names;
+    for (const auto& n : net->all_ns()) names += (names.empty() ? "" : " ") + n;
     say("kept the emulated network (--keep-net): namespaces " + names +
         "; the next dccl-run --hosts removes them, or run: for n in " + names + "; do ip netns del $n; done");
   } else if (net) {

@@ -229,7 +229,9 @@ std::vector<std::string> EmuNet::remove_stale(const std::string& path, const sig
 
 EmuNet::EmuNet(const NetSpec& spec, std::string ip, std::string tc, const sigset_t& mask)
     : spec_(spec), tag_(named("dccl-", ::getpid())), ip_(std::move(ip)), tc_(std::move(tc)),
-      mask_(mask), host_fds_(static_cast<size_t>(spec.hosts), -1) {}
+      mask_(mask), host_fds_(static_cast<size_t>(spec.hosts), -1) {
+  if (spec_.fabric && spec_.leaves <= 0) spec_.leaves = spec_.hosts;
+}
 
 std::unique_ptr<EmuNet> EmuNet::create(const NetSpec& spec, const std::string& path, const sigset_t& child_mask,
                                        std::string* why) {
@@ -251,7 +253,22 @@ EmuNet::~EmuNet() {
 }
 
 std::string EmuNet::ns_name(int host) const { return tag_ + named("-h", host); }
-std::string EmuNet::switch_ns() const { return tag_ + "-sw"; }
+std::string EmuNet::switch_ns() const { return spec_.fabric ? tag_ + "-l0" : tag_ + "-sw"; }
+
+std::vector<std::string> EmuNet::router_ns() const {
+  if (!spec_.fabric) return {switch_ns()};
+  std::vector<std::string> out;
+  for (int l = 0; l < spec_.leaves; ++l) out.push_back(tag_ + named("-l", l));
+  for (int s = 0; s < spec_.spines; ++s) out.push_back(tag_ + named("-s", s));
+  return out;
+}
+
+std::vector<std::string> EmuNet::all_ns() const {
+  std::vector<std::string> out;
+  for (int h = 0; h < spec_.hosts; ++h) out.push_back(ns_name(h));
+  for (auto& n : router_ns()) out.push_back(std::move(n));
+  return out;
+}
 std::string EmuNet::hostname(int host) { return named("dccl-h", host); }
 std::string EmuNet::address(int host, int rail) {
   return named("198.18.", rail) + named(".", host + 1);
@@ -267,6 +284,7 @@ bool EmuNet::run(const std::vector<std::string>& cmd, const std::string& input, 
 }
 
 bool EmuNet::build(std::string* why) {
+  if (spec_.fabric) return build_fabric(why);
   const std::string sw = switch_ns();
   std::string add = "netns add " + sw + "\n";
   for (int h = 0; h < spec_.hosts; ++h) add += "netns add " + ns_name(h) + "\n";
@@ -332,26 +350,30 @@ bool EmuNet::build(std::string* why) {
       }
     }
   }
+  return open_namespaces(why);
+}
+
+bool EmuNet::open_namespaces(std::string* why) {
   auto open_ns = [&](const std::string& name, int* fd) {
     const std::string p = std::string(kNetnsDir) + "/" + name;
     *fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
     if (*fd < 0) *why = errno_text("cannot open " + p);
     return *fd >= 0;
   };
-  if (!open_ns(sw, &switch_fd_)) return false;
+  if (!open_ns(switch_ns(), &switch_fd_)) return false;
   for (int h = 0; h < spec_.hosts; ++h)
     if (!open_ns(ns_name(h), &host_fds_[static_cast<size_t>(h)])) return false;
   return true;
 }
 
-bool EmuNet::in_switch(const std::function<void()>& f, std::string* why) {
+bool EmuNet::in_netns(int fd, const std::string& name, const std::function<void()>& f, std::string* why) {
   const int self = ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
   if (self < 0) {
     *why = errno_text("cannot open /proc/thread-self/ns/net");
     return false;
   }
-  if (::setns(switch_fd_, CLONE_NEWNET) != 0) {
-    *why = errno_text("cannot enter network namespace " + switch_ns());
+  if (::setns(fd, CLONE_NEWNET) != 0) {
+    *why = errno_text("cannot enter network namespace " + name);
     ::close(self);
     return false;
   }
@@ -376,13 +398,13 @@ std::string EmuNet::remove() {
     if (fd >= 0) ::close(std::exchange(fd, -1));
   if (switch_fd_ >= 0) ::close(std::exchange(switch_fd_, -1));
   std::vector<std::string> names;
-  for (int h = 0; h < spec_.hosts; ++h)
-    if (netns_exists(ns_name(h))) names.push_back(ns_name(h));
-  if (netns_exists(switch_ns())) names.push_back(switch_ns());
+  for (const auto& n : all_ns())
+    if (netns_exists(n)) names.push_back(n);
   return delete_netns(ip_, names, mask_);
 }
 
 std::string EmuNet::summary() const {
+  if (spec_.fabric) return fabric_summary();
   std::string s = std::to_string(spec_.hosts) + " emulated hosts (namespaces " + ns_name(0) + "..h" +
                   std::to_string(spec_.hosts - 1) + ", switch " + switch_ns() + "), " + std::to_string(spec_.rails) +
                   (spec_.rails == 1 ? " rail" : " rails") + " (198.18.<rail>.<host+1>/24), store on " +

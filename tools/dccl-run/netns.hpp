@@ -10,6 +10,9 @@
 //               default-route interface"); none with NetSpec::default_route false
 //   shaping     optional tbf on both ends of every veth (see tbf_for)
 //
+// With NetSpec::fabric the switch is a leaf-spine network of router namespaces
+// instead (dccl-run --fabric; fabric.hpp); the store then listens in leaf 0.
+//
 // Built with iproute2 (ip, tc); removed with `ip netns del`, which takes the
 // veths, bridges and qdiscs with it.
 #pragma once
@@ -29,6 +32,11 @@ struct NetSpec {
   uint64_t rate_bps = 0;  // 0: links not shaped
   int mtu = 0;            // of every veth end (the bridges follow); 0: the kernel's default
   bool default_route = true;  // each host's default route via the switch's address
+  // The leaf-spine fabric (fabric.hpp) instead of one bridge per rail (rails must be 1).
+  bool fabric = false;
+  int leaves = 0;         // 0: one per host
+  int spines = 2;
+  uint64_t flow_bps = 0;  // per-flow cap on each host's NIC; 0: none
 };
 
 // tbf parameters for a rate: burst = 1 ms of traffic at the rate, at least 16 KiB
@@ -61,14 +69,15 @@ class EmuNet {
   EmuNet& operator=(const EmuNet&) = delete;
 
   std::string ns_name(int host) const;  // dccl-<pid>-h<host>
-  std::string switch_ns() const;        // dccl-<pid>-sw
+  std::string switch_ns() const;        // dccl-<pid>-sw; with a fabric, leaf 0's (the store's)
+  std::vector<std::string> all_ns() const;  // every namespace of the job, hosts first
   static std::string hostname(int host);  // dccl-h<host>, the UTS name of its ranks
   static std::string address(int host, int rail);
   static std::string store_address() { return "198.18.0.254"; }
   int host_ns_fd(int host) const { return host_fds_[static_cast<size_t>(host)]; }
   // Runs f with the calling thread in the switch namespace (sockets made there
   // stay there). False with *why when it could not enter it or come back.
-  bool in_switch(const std::function<void()>& f, std::string* why);
+  bool in_switch(const std::function<void()>& f, std::string* why) { return in_netns(switch_fd_, switch_ns(), f, why); }
   // Removes every namespace; "" or what failed.
   std::string remove();
   void keep() { keep_ = true; }
@@ -77,6 +86,12 @@ class EmuNet {
  private:
   EmuNet(const NetSpec& spec, std::string ip, std::string tc, const sigset_t& mask);
   bool build(std::string* why);
+  bool build_fabric(std::string* why);  // in fabric.cc's companion, netns_fabric.cc
+  bool in_netns(int fd, const std::string& name, const std::function<void()>& f, std::string* why);
+  bool open_namespaces(std::string* why);
+  // The router namespaces: the switch, or the leaves then the spines.
+  std::vector<std::string> router_ns() const;
+  std::string fabric_summary() const;
   // Runs `tool args...` with `input` on stdin; false with *why naming the command and its output.
   bool run(const std::vector<std::string>& cmd, const std::string& input, std::string* why) const;
 

@@ -4,11 +4,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+
+#include "dccl-run/fabric.hpp"
 
 namespace dcclrun {
 namespace {
@@ -38,6 +41,43 @@ bool parse_count(const std::string& s, long lo, long hi, long* out) {
   if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || s.size() > 6) return false;
   *out = std::strtol(s.c_str(), nullptr, 10);
   return *out >= lo && *out <= hi;
+}
+
+// --fabric's knobs, after --hosts and --rails.
+bool parse_fabric(const std::string& spines, const std::string& leaves, const std::string& flow_rate,
+                  RunOptions* opt, std::string* error) {
+  const long hosts = static_cast<long>(opt->ranks_per_host.size());
+  long n = 0;
+  if (opt->rails != 1) {
+    *error = "--fabric has one rail per host (--rails " + std::to_string(opt->rails) + " given)";
+    return false;
+  }
+  if (!spines.empty()) {
+    if (!parse_count(spines, 1, kMaxSpines, &n)) {
+      *error = "--spines needs a number from 1 to " + std::to_string(kMaxSpines) + ", got '" + spines + "'";
+      return false;
+    }
+    opt->spines = static_cast<int>(n);
+  }
+  if (!leaves.empty()) {
+    const long most = std::min<long>(hosts, kMaxLeaves);
+    if (!parse_count(leaves, 1, most, &n)) {
+      *error = "--leaves needs a number from 1 to " + std::to_string(most) + " (each leaf holds a host; at most " +
+               std::to_string(kMaxLeaves) + "), got '" + leaves + "'";
+      return false;
+    }
+    opt->leaves = static_cast<int>(n);
+  } else if (hosts > kMaxLeaves) {
+    *error = "--fabric puts each host under a leaf of its own, at most " + std::to_string(kMaxLeaves) +
+             " leaves: give --leaves for " + std::to_string(hosts) + " hosts";
+    return false;
+  }
+  std::string why;
+  if (!flow_rate.empty() && (opt->flow_bps = parse_rate(flow_rate, &why)) == 0) {
+    *error = "--flow-rate " + flow_rate + ": " + why;
+    return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -118,7 +158,7 @@ void print_run_usage(FILE* f) {
       "usage: dccl-run -n N [--env K=V | -x K=V | -x NAME]... [--timeout SEC] [--keep-going] [--no-prefix]\n"
       "                [--bind-to core|none] [--] prog [args...]\n"
       "       dccl-run --hosts H|A+B+... [-n N] [--rails R] [--rate RATE] [--mtu BYTES] [--no-default-route]\n"
-      "                [--keep-net] ...\n"
+      "                [--keep-net] [--fabric [--spines S] [--leaves L] [--flow-rate RATE]] ...\n"
       "  Starts N local ranks of prog with DCCL_RANK, DCCL_WORLD_SIZE, DCCL_LOCAL_RANK,\n"
       "  DCCL_LOCAL_SIZE and DCCL_ID (the rendezvous store, hosted by dccl-run) set,\n"
       "  and prefixes each line they print with \"[rank] \".\n"
@@ -135,6 +175,14 @@ void print_run_usage(FILE* f) {
       "                    cloud instance networks use jumbo frames, e.g. 9001)\n"
       "  --no-default-route  give the emulated hosts no default route (a data network\n"
       "                    apart from the management one): only their subnets are reachable\n"
+      "  --fabric          a leaf-spine fabric instead of one bridge per rail: hosts block-wise\n"
+      "                    under the leaves, equal-cost multipath over the spines between\n"
+      "                    leaves, hashed on addresses and ports (one rail only; --rate\n"
+      "                    shapes every link, host-leaf and leaf-spine)\n"
+      "  --spines S        spines of the fabric, 1..16 (default 2)\n"
+      "  --leaves L        leaves of the fabric, 1..min(hosts, 64) (default: one per host)\n"
+      "  --flow-rate RATE  cap every TCP flow a host sends at RATE (htb class per port hash\n"
+      "                    bucket on the host's NIC), as cloud networks cap one flow\n"
       "  --keep-net        leave the emulated network in place after the job (debugging)\n"
       "  --no-prefix       print the ranks' lines as they wrote them (whole lines, no \"[rank] \";\n"
       "                    e.g. for dccl-perf --json on stdout)\n"
@@ -165,7 +213,8 @@ int parse_run_args(int argc, char** argv, RunOptions* opt, std::string* error) {
     out->assign(argv[++a]);
     return 1;
   };
-  std::string hosts, rails, rate, mtu;
+  std::string hosts, rails, rate, mtu, spines, leaves, flow_rate;
+  bool fabric_flag = false;  // --spines, --leaves or --flow-rate given
   bool emu_flag = false;  // --rails, --rate, --mtu or --keep-net given
   for (; a < argc; ++a) {
     const std::string arg = argv[a];
@@ -236,6 +285,20 @@ int parse_run_args(int argc, char** argv, RunOptions* opt, std::string* error) {
       if (m == 2) return 2;
       mtu = v;
       emu_flag = true;
+    } else if (arg == "--fabric") {
+      opt->fabric = emu_flag = true;
+    } else if ((m = value(arg, "--spines", &v))) {
+      if (m == 2) return 2;
+      spines = v;
+      fabric_flag = true;
+    } else if ((m = value(arg, "--leaves", &v))) {
+      if (m == 2) return 2;
+      leaves = v;
+      fabric_flag = true;
+    } else if ((m = value(arg, "--flow-rate", &v))) {
+      if (m == 2) return 2;
+      flow_rate = v;
+      fabric_flag = true;
     } else if (arg == "--keep-net") {
       opt->keep_net = emu_flag = true;
     } else if (arg == "--no-default-route") {
@@ -260,7 +323,11 @@ int parse_run_args(int argc, char** argv, RunOptions* opt, std::string* error) {
   }
   for (; a < argc; ++a) opt->argv.emplace_back(argv[a]);
   if (hosts.empty() && emu_flag) {
-    *error = "--rails, --rate, --mtu, --no-default-route and --keep-net need --hosts";
+    *error = "--rails, --rate, --mtu, --fabric, --no-default-route and --keep-net need --hosts";
+    return 2;
+  }
+  if (fabric_flag && !opt->fabric) {
+    *error = "--spines, --leaves and --flow-rate need --fabric";
     return 2;
   }
   if (!hosts.empty()) {
@@ -297,6 +364,7 @@ int parse_run_args(int argc, char** argv, RunOptions* opt, std::string* error) {
       }
       opt->mtu = static_cast<int>(m2);
     }
+    if (opt->fabric && !parse_fabric(spines, leaves, flow_rate, opt, error)) return 2;
   }
   if (opt->nranks < 1) {
     *error = "the number of ranks is missing (-n N)";

@@ -19,6 +19,10 @@ struct RunOptions {
   uint64_t rate_bps = 0;   // --rate in bits per second; 0 = links not shaped
   int mtu = 0;             // --mtu of every emulated interface; 0 = the kernel's (1500)
   bool keep_net = false;   // --keep-net: leave the namespaces for inspection
+  bool fabric = false;     // --fabric: a leaf-spine network instead of one bridge per rail
+  int leaves = 0;          // --leaves: 0 = one per host
+  int spines = 2;          // --spines
+  uint64_t flow_bps = 0;   // --flow-rate: per-TCP-flow cap; 0 = none
   bool no_default_route = false;  // --no-default-route: hosts reach only their subnets
   bool keep_going = false; // --keep-going: a failed rank does not end the others
   bool no_prefix = false;  // --no-prefix: ranks' lines as they wrote them (still whole lines)

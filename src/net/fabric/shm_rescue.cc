@@ -117,6 +117,21 @@ void reap_orphaned_shm_regions() {
   closedir(d);
 }
 
+void unlink_exited_peers_regions(const std::vector<ShmPeer>& peers) {
+  for (const ShmPeer& p : peers) {
+    pollfd fd{p.pidfd, POLLIN, 0};
+    if (poll(&fd, 1, 0) != 1 || !(fd.revents & POLLIN)) continue;  // still running
+    const std::string name = region_name(p.address);
+    unsigned long pid = 0, a = 0, b = 0;
+    char tail = 0;
+    if (sscanf(name.c_str(), "%lu:%lu:%lu%c", &pid, &a, &b, &tail) != 3 || pid != static_cast<unsigned long>(p.pid))
+      continue;  // not the region of that process
+    const std::string path = "/dev/shm/" + name;
+    struct stat st;
+    if (stat(path.c_str(), &st) == 0 && st.st_uid == getuid()) unlink(path.c_str());
+  }
+}
+
 void unlink_shm_region(const std::string& address) {
   const std::string name = region_name(address);
   if (name.empty()) return;

@@ -54,6 +54,12 @@ std::string release_stuck_own_region(const std::string& address, int hold_ms);
 // with EBUSY. Removes such regions of this user whose process no longer exists.
 void reap_orphaned_shm_regions();
 
+// Unlinks the regions of the `peers` whose process has exited (its pidfd is
+// readable), zombies included: reap_orphaned_shm_regions() cannot tell a zombie
+// from a live process, and a peer killed a moment before this process closes its
+// transport is often still one (its parent has not waited for it yet).
+void unlink_exited_peers_regions(const std::vector<ShmPeer>& peers);
+
 // Unlinks the region of this process's shm endpoint at `address` ("fi_shm://
 // <pid>:<n>:<m>", as fi_getname gives it); other addresses are left alone.
 void unlink_shm_region(const std::string& address);

@@ -1,4 +1,4 @@
-#include "mem/cuda_engine.hpp"
+#include "mem/cuda/cuda_engine.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -1,4 +1,4 @@
-#include "mem/sim_arena.hpp"
+#include "mem/sim/sim_arena.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>

@@ -7,7 +7,7 @@
 #include "core/error.hpp"
 #include "core/launcher.hpp"
 #include "core/log.hpp"
-#include "mem/cuda_api.hpp"
+#include "mem/cuda/cuda_api.hpp"
 
 namespace dccl::mem {
 namespace cuda {

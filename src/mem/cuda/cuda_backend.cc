@@ -21,8 +21,8 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/types.hpp"
-#include "mem/cuda_api.hpp"
-#include "mem/cuda_engine.hpp"
+#include "mem/cuda/cuda_api.hpp"
+#include "mem/cuda/cuda_engine.hpp"
 
 namespace dccl::mem::cuda {
 namespace {

@@ -1,4 +1,4 @@
-#include "mem/sim_engine.hpp"
+#include "mem/sim/sim_engine.hpp"
 
 #include <chrono>
 #include <cstring>

@@ -1,5 +1,5 @@
 // The seam between the CUDA backend's logic (cuda_backend.cc, built everywhere)
-// and the CUDA runtime and driver (cuda/cuda_runtime_api.cc, built with CUDA).
+// and the CUDA runtime and driver (toolkit/cuda_runtime_api.cc, built with CUDA).
 // Every call the backend makes to CUDA goes through cuda::Api, so that a test can
 // stand in a fake device and check device choice, export ranges, registration
 // keys, pinning and memory-ordering settings on machines without a GPU.

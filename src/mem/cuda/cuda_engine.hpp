@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "mem/backend.hpp"
-#include "mem/cuda_api.hpp"
+#include "mem/cuda/cuda_api.hpp"
 
 namespace dccl::mem::cuda {
 

@@ -12,7 +12,6 @@
 #include "core/error.hpp"
 #include "core/types.hpp"
 #include "mem/backend.hpp"
-#include "mem/sim.hpp"
 
 namespace dccl::mem {
 namespace {

@@ -1,7 +1,7 @@
 // The CUDA runtime when the library is built without CUDA (cmake/cuda.cmake
-// defines DCCL_HAVE_CUDA and compiles src/mem/cuda/ instead).
+// defines DCCL_HAVE_CUDA and compiles src/mem/cuda/toolkit/ instead).
 #ifndef DCCL_HAVE_CUDA
-#include "mem/cuda_api.hpp"
+#include "mem/cuda/cuda_api.hpp"
 
 namespace dccl::mem::cuda {
 

@@ -10,8 +10,8 @@
 #include <string>
 
 #include "core/error.hpp"
-#include "mem/cuda/cuda_kernels.hpp"
-#include "mem/cuda_api.hpp"
+#include "mem/cuda/toolkit/cuda_kernels.hpp"
+#include "mem/cuda/cuda_api.hpp"
 
 namespace dccl::mem::cuda {
 namespace {

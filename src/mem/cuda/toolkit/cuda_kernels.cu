@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "mem/cuda/cuda_kernels.hpp"
+#include "mem/cuda/toolkit/cuda_kernels.hpp"
 
 namespace dccl::mem::cuda {
 namespace {

@@ -1,4 +1,4 @@
-// The sim backend: an emulated accelerator (see sim.hpp, sim_arena.hpp, sim_engine.hpp).
+// The sim backend: an emulated accelerator (see mem/backend.hpp, sim_arena.hpp, sim_engine.hpp).
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -12,9 +12,9 @@
 #include "core/log.hpp"
 #include "core/types.hpp"
 #include "mem/backend.hpp"
-#include "mem/sim.hpp"
-#include "mem/sim_arena.hpp"
-#include "mem/sim_engine.hpp"
+#include "mem/sim/sim_views.hpp"
+#include "mem/sim/sim_arena.hpp"
+#include "mem/sim/sim_engine.hpp"
 
 namespace dccl::mem {
 namespace {
