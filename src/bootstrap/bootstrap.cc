@@ -15,7 +15,7 @@
 #include <thread>
 #include <unordered_map>
 
-#include "bootstrap/socket.hpp"
+#include "core/socket.hpp"
 #include "bootstrap/wire.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -31,11 +31,6 @@ struct Want {
   std::string* dest;  // VALUE lands here; null when an OK is expected
   std::string label;  // what we wait for, for the timeout message
 };
-
-bool retryable_connect_error(int e) {
-  return e == ECONNREFUSED || e == ETIMEDOUT || e == ENETUNREACH || e == EHOSTUNREACH ||
-         e == ECONNRESET || e == ECONNABORTED || e == EAGAIN;
-}
 
 // now + t, saturating: a timeout of years must not overflow the clock.
 Clock::time_point deadline_after(std::chrono::milliseconds t) {
@@ -130,45 +125,18 @@ void Bootstrap::Impl::connect(const UniqueIdData& id, Clock::time_point dl) {
   std::string why;
   if (!sock::resolve(id.host, id.port, &a, &why)) fail(dcclInvalidArgument, op, why);
   where = sock::addr_to_string(a) + (id.origin.empty() ? "" : " (" + id.origin + ")");
-  auto backoff = std::chrono::milliseconds(10);
-  std::string last = "none";
-  int attempts = 0;
-  while (Clock::now() < dl) {
-    ++attempts;
-    sock::Fd s(::socket(a.ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-    if (!s) fail(dcclSystemError, op, "socket: " + sock::errno_text(errno));
-    int err = ::connect(s.get(), a.sa(), a.len) == 0 ? 0 : errno;
-    if (err == EINPROGRESS || err == EINTR) {
-      pollfd p{s.get(), POLLOUT, 0};
-      int n;
-      do n = ::poll(&p, 1, sock::ms_until(dl));
-      while (n < 0 && errno == EINTR);
-      if (n < 0) fail(dcclSystemError, op, "poll: " + sock::errno_text(errno));
-      if (n == 0) {
-        last = "connect in progress";
-        break;
-      }
-      socklen_t len = sizeof(err);
-      if (::getsockopt(s.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
-    }
-    if (err == 0) {
-      sock::set_nodelay(s.get());
-      sock::set_keepalive(s.get());
-      fd = std::move(s);
-      DCCL_TRACE("rank %d: connected to the bootstrap store at %s after %d attempt(s)", rank,
-                 where.c_str(), attempts);
-      return;
-    }
-    if (!retryable_connect_error(err))
-      fail(dcclSystemError, op, "connect to the store at " + where + ": " + sock::errno_text(err));
-    last = sock::errno_text(err);
-    auto left = dl - Clock::now();
-    if (left <= Clock::duration::zero()) break;
-    std::this_thread::sleep_for(std::min<Clock::duration>(backoff, left));
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(500));
+  int err = 0, attempts = 0;
+  sock::Fd s = sock::connect_until(a, dl, &err, &attempts);
+  if (s) {
+    sock::set_keepalive(s.get());
+    fd = std::move(s);
+    DCCL_TRACE("rank %d: connected to the bootstrap store at %s after %d attempt(s)", rank, where.c_str(), attempts);
+    return;
   }
+  if (!sock::retryable_connect_error(err))
+    fail(dcclSystemError, op, sock::error_text("connect to", "the store at " + where, err));
   fail(dcclTimeout, op, "the store at " + where + " was not reachable within " + ms_text(timeout) + " (" +
-                            std::to_string(attempts) + " attempts, last error: " + last +
+                            std::to_string(attempts) + " attempts, last error: " + sock::errno_text(err) +
                             "); is the root rank running, and is the address (DCCL_SOCKET_IFNAME) right?");
 }
 
@@ -260,30 +228,23 @@ bool Bootstrap::Impl::wait_fd(short events, const Wait& w, const std::string& op
   for (;;) {
     if (w.interruptible && interrupted.load(std::memory_order_acquire))
       fail(dcclRemoteError, op, what + ": interrupted", breaks);
-    pollfd p[2] = {{fd.get(), events, 0}, {wake.get(), POLLIN, 0}};
-    // ms_until caps at ~24 days: a longer wait polls again until its deadline.
-    int n = ::poll(p, w.interruptible ? 2 : 1, sock::ms_until(w.dl));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail(dcclSystemError, op, "poll: " + sock::errno_text(errno));
-    }
-    if (p[0].revents != 0) return true;
-    if (n > 0) continue;  // the eventfd: the flag is checked at the top
-    if (Clock::now() >= w.dl) return false;
+    const int rc = sock::wait(fd.get(), events, w.dl, w.interruptible ? wake.get() : -1);
+    if (rc == 0) return true;
+    if (rc == ETIMEDOUT) return false;
+    if (rc != ECANCELED) fail(dcclSystemError, op, sock::error_text("poll", "", rc));
+    // the eventfd: the flag is checked at the top
   }
 }
 
 void Bootstrap::Impl::send_all(const std::string& buf, const Wait& w, const std::string& op) {
   size_t off = 0;
   while (off < buf.size()) {
-    ssize_t n = ::send(fd.get(), buf.data() + off, buf.size() - off, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n > 0) {
-      off += static_cast<size_t>(n);
-      continue;
-    }
-    const int e = n < 0 ? errno : EIO;
-    if (e == EINTR) continue;
-    if (e == EAGAIN || e == EWOULDBLOCK) {
+    size_t sent = 0;
+    // The helper waits without the interrupt flag: one that turns up is caught by wait_fd.
+    int e = sock::send_all(fd.get(), buf.data() + off, buf.size() - off, Clock::now(), &sent);
+    off += sent;
+    if (e == 0) continue;
+    if (e == ETIMEDOUT) {
       // Interrupted or timed out part-way through a frame: the stream is broken.
       if (!wait_fd(POLLOUT, w, op, "sending to the store at " + where, off > 0))
         fail(dcclTimeout, op, "timed out after " + ms_text(w.timeout) + " sending to the store at " + where +
@@ -294,7 +255,7 @@ void Bootstrap::Impl::send_all(const std::string& buf, const Wait& w, const std:
       peer_closed = true;
       fail(dcclRemoteError, op, "the store at " + where + " closed the connection (" + sock::errno_text(e) + ")");
     }
-    fail(dcclSystemError, op, "send to the store at " + where + ": " + sock::errno_text(e));
+    fail(dcclSystemError, op, sock::error_text("send to", "the store at " + where, e));
   }
 }
 
@@ -327,20 +288,20 @@ wire::Frame Bootstrap::Impl::recv_frame(const Wait& w, const std::string& op,
     const size_t want = std::max<size_t>(size_t{64} << 10, r.need - avail);
     const size_t old = in.size();
     in.resize(old + want);
-    ssize_t got = ::recv(fd.get(), in.data() + old, want, 0);
-    const int e = errno;
+    const long got = sock::recv_some(fd.get(), in.data() + old, want, Clock::now());
+    const int e = got < 0 ? static_cast<int>(-got) : 0;
     in.resize(old + (got > 0 ? static_cast<size_t>(got) : 0));
     if (got > 0) continue;
     if (got == 0) {
       peer_closed = true;
       fail(dcclRemoteError, op, "the store at " + where + " closed the connection");
     }
-    if (e == EINTR || e == EAGAIN || e == EWOULDBLOCK) continue;
+    if (e == ETIMEDOUT) continue;  // nothing yet: wait_fd waits (interruptibly) for more
     if (e == ECONNRESET) {
       peer_closed = true;
       fail(dcclRemoteError, op, "the store at " + where + " reset the connection");
     }
-    fail(dcclSystemError, op, "recv from the store at " + where + ": " + sock::errno_text(e));
+    fail(dcclSystemError, op, sock::error_text("recv from", "the store at " + where, e));
   }
 }
 

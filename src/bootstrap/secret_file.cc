@@ -14,7 +14,7 @@
 #include <sstream>
 #include <thread>
 
-#include "bootstrap/socket.hpp"
+#include "core/socket.hpp"
 #include "bootstrap/unique_id.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 
+#include "bootstrap/bind_address.hpp"
 #include "bootstrap/store_server.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -308,7 +309,7 @@ std::unique_ptr<StoreServer> StoreServer::start(const std::string& host, uint16_
   const std::string op = "start bootstrap store";
   // The secret file published for this store goes when the store goes, or now if it cannot start.
   std::unique_ptr<SecretFile> file = adopt_secret_file(secret, port);
-  const std::string h = host.empty() ? sock::default_bind_host() : host;
+  const std::string h = host.empty() ? default_bind_host() : host;
   sock::SockAddr a;
   std::string why;
   if (!sock::resolve(h, port, &a, &why)) core::raise(dcclInvalidArgument, core::describe(-1, op, why));
@@ -330,7 +331,7 @@ std::unique_ptr<StoreServer> StoreServer::start(const std::string& host, uint16_
   if (!wake) sys_fail("eventfd");
 
   UniqueIdData id;
-  id.host = sock::is_wildcard(bound) ? sock::default_bind_host() : sock::host_of(bound);
+  id.host = sock::is_wildcard(bound) ? default_bind_host() : sock::host_of(bound);
   id.port = sock::port_of(bound);
   id.secret = secret;
   DCCL_INFO("bootstrap store listening on %s (advertised as %s:%u)", sock::addr_to_string(bound).c_str(),

@@ -133,10 +133,8 @@ bool Server::drained(Clock::time_point now) {
 void Server::accept_all() {
   for (int n = 0; n < 256; ++n) {
     sock::SockAddr a;
-    a.len = sizeof(a.ss);
-    int fd = ::accept4(listen_.get(), a.sa(), &a.len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    int fd = sock::accept(listen_.get(), &a);
     if (fd < 0) {
-      if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNABORTED) return;
       if ((errno == EMFILE || errno == ENFILE) && drop_oldest_pending()) continue;  // make room
       DCCL_WARN_LIMITED(unauth_log_, "%s: accept failed: %s; pausing accepts for 100 ms", where_.c_str(),

@@ -14,7 +14,7 @@
 
 #include "bootstrap/secret_file.hpp"
 #include "core/host.hpp"
-#include "bootstrap/socket.hpp"
+#include "core/socket.hpp"
 #include "bootstrap/store.hpp"
 #include "bootstrap/wire.hpp"
 #include "core/log.hpp"

@@ -19,7 +19,7 @@
 #include "core/log.hpp"
 #include "core/types.hpp"
 #include "mem/backend.hpp"
-#include "net/provider.hpp"
+#include "net/fabric/provider.hpp"
 #include "net/rails.hpp"
 #include "net/signals.hpp"
 #include "tune/plan.hpp"

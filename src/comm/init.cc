@@ -12,7 +12,7 @@
 #include "core/launcher.hpp"
 #include "core/log.hpp"
 #include "mem/backend.hpp"
-#include "net/provider.hpp"
+#include "net/fabric/provider.hpp"
 #include "net/signals.hpp"
 #include "tune/plan.hpp"
 

@@ -9,7 +9,7 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
-#include "net/fi_dmabuf_compat.hpp"
+#include "net/fabric/fi_dmabuf_compat.hpp"
 
 namespace dccl::mem {
 

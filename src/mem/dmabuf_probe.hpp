@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "net/dmabuf_trial.hpp"
+#include "net/fabric/dmabuf_trial.hpp"
 
 namespace dccl::mem {
 

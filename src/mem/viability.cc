@@ -11,7 +11,7 @@
 #include <fstream>
 
 #include "core/error.hpp"
-#include "net/fi_dmabuf_compat.hpp"
+#include "net/fabric/fi_dmabuf_compat.hpp"
 #include "net/transport.hpp"
 
 namespace dccl::mem {
@@ -178,7 +178,7 @@ std::vector<Layer> check_viability(const std::string& kind, const std::string& p
   if (p) be->free(p);
   if (!sim) fabric_layers();
   // Device memory moves only over trusted providers; peers reached over another one
-  // get it staged through the authenticated socket path (net/provider.hpp).
+  // get it staged through the authenticated socket path (net/fabric/provider.hpp).
   if (net) {
     const std::string why = net->untrusted_routes();
     out.push_back({"trusted network", why.empty(),

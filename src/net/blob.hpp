@@ -4,7 +4,7 @@
 // Binary, compact, bounded (kMaxBlobBytes):
 //   "DNB3" | host | boot id | pid | count | count x (provider, address)
 //          | local rank u32 | local size u32 | stripe bytes u64 | count x rail name
-//          [| socket path address (net/sock_path.hpp), when it listens]
+//          [| socket path address (net/sock/sock_path.hpp), when it listens]
 // Strings are u16-length-prefixed, integers little-endian. "DNB2" blobs (the same
 // up to the addresses, nothing after) still decode: one rail per endpoint, unnamed,
 // local rank 0, local size unknown, no striping.

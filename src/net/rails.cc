@@ -6,7 +6,7 @@
 
 #include "core/config.hpp"
 #include "core/error.hpp"
-#include "net/provider.hpp"
+#include "net/fabric/provider.hpp"
 
 namespace dccl::net {
 

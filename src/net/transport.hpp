@@ -1,6 +1,7 @@
-// libfabric transport: RDM endpoints, tagged messages, completion progress.
-// Same-host peers over `shm`, others over `tcp;ofi_rxm` (only when the network is
-// trusted: DirectCCL's authenticated socket path otherwise); DCCL_PROVIDER overrides.
+// The transport: tagged messages to every rank of a communicator, each peer served
+// by its links (net/link.hpp): same-host peers over libfabric's `shm`, others over
+// `tcp;ofi_rxm` rails (only when the network is trusted: DirectCCL's authenticated
+// socket path otherwise); DCCL_PROVIDER overrides.
 #pragma once
 #include <array>
 #include <atomic>
@@ -31,6 +32,8 @@ inline uint64_t length_mark(size_t len) {
 inline constexpr uint64_t kCallMarkBits = 0xffULL << 48;
 inline bool has_call_mark(uint64_t tag) { return ((tag >> 56) & 3) == 1; }
 
+class Link;
+
 // One outstanding send or receive. The transport fills `done`/`failed`/`error`
 // when its completion is read; it must stay alive (not move) until then.
 // A request may be carried by several messages (parts above the part size, pieces
@@ -44,7 +47,7 @@ struct Request {
   uint64_t tag = 0;
   size_t len = 0;  // as posted
   bool is_send = false;
-  bool sock = false;  // internal: posted to DirectCCL's socket path, not to libfabric
+  Link* link = nullptr;  // internal: the link it was posted to (net/link.hpp)
   std::atomic<int> pending_parts{0};  // internal: messages still in flight
   std::atomic<bool> fail_claimed{false};  // internal: the first failure writes `error`
   void reset() {
@@ -52,7 +55,7 @@ struct Request {
     failed = false;
     bytes.store(0, std::memory_order_relaxed);
     error.clear();
-    sock = false;
+    link = nullptr;
     pending_parts.store(0, std::memory_order_relaxed);
     fail_claimed.store(false, std::memory_order_relaxed);
   }
@@ -97,12 +100,12 @@ struct TransportOptions {
   // NIC must reach. Host-only runs leave it off and open exactly what they always did.
   bool want_hmem = false;
   // DCCL_NET_SOCK_BYTES: host-memory messages up to this size to peers routed over
-  // tcp;ofi_rxm take DirectCCL's socket path (net/sock_path.hpp); 0: never.
+  // tcp;ofi_rxm take DirectCCL's socket path (net/sock/sock_path.hpp); 0: never.
   uint64_t sock_bytes = 0;
   // The job secret: both ends of a socket-path connection prove they know it.
   std::array<uint8_t, 16> secret{};
   // DCCL_TRUST_NETWORK: false (the default) keeps every untrusted provider
-  // (net/provider.hpp's table: tcp;ofi_rxm, udp, sockets) from carrying data: host
+  // (net/fabric/provider.hpp's table: tcp;ofi_rxm, udp, sockets) from carrying data: host
   // memory to peers reached over tcp takes the socket path at every size, without
   // opening tcp;ofi_rxm; another untrusted DCCL_PROVIDER is refused. true: every
   // provider is used as it is.

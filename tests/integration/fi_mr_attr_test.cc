@@ -9,7 +9,7 @@
 #include <string>
 
 #include "core/error.hpp"
-#include "net/fi_dmabuf_compat.hpp"
+#include "net/fabric/fi_dmabuf_compat.hpp"
 #include "net/transport.hpp"
 
 namespace dccl {

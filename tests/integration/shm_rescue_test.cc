@@ -10,7 +10,7 @@
 
 #include <string>
 
-#include "net/shm_rescue.hpp"
+#include "net/fabric/shm_rescue.hpp"
 
 using dccl::net::ShmPeer;
 

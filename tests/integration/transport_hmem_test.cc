@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "mem/viability.hpp"
-#include "net/fid.hpp"
+#include "net/fabric/fid.hpp"
 #include "net/transport.hpp"
 
 namespace dccl {

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "net/provider.hpp"
+#include "net/fabric/provider.hpp"
 #include "net/rails.hpp"
 #include "net/transport.hpp"
 #include "net_ranks.hpp"

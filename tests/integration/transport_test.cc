@@ -21,7 +21,7 @@
 #include "core/error.hpp"
 #include "net/blob.hpp"
 #include "net/transport.hpp"
-#include "net/sock_path.hpp"
+#include "net/sock/sock_path.hpp"
 #include "net_ranks.hpp"
 
 namespace dccl::net {

@@ -1,4 +1,4 @@
-// Which providers carry data (net/provider.hpp's trust table, DCCL_TRUST_NETWORK):
+// Which providers carry data (net/fabric/provider.hpp's trust table, DCCL_TRUST_NETWORK):
 // on an untrusted network peers on other hosts are reached only over DirectCCL's
 // authenticated socket path, at every size, tcp;ofi_rxm is not opened, device memory
 // cannot take the direct path to them, and settings that would route data over an
@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "net/provider.hpp"
-#include "net/sock_path.hpp"
+#include "net/fabric/provider.hpp"
+#include "net/sock/sock_path.hpp"
 #include "net_ranks.hpp"
 
 namespace dccl::net {

@@ -11,6 +11,11 @@ header dccl/dccl.h. The check fails on
   - an include of an unknown folder, or a folder of src/ missing from the order,
   - a quoted include that names no file in src/ or include/,
   - a cycle among the files of src/ (followed through their includes),
+  - where docs/design.md has a line "Link folders: A | B; assembled by F, G" (for
+    example "Link folders: net/fabric | net/sock; assembled by net/x.cc"): a file in
+    one link folder including a file of another, or a file of the same layer outside
+    the link folders including one inside them unless it is one of the assembling
+    files F, G (the routing and waiting code knows links only by their interface),
   - a getenv() in src/ or tools/ outside the settings code (src/core/config.cc,
     where the settings table and the outside variables are read), except the
     files of ENV_ALLOWED, which must read the environment themselves,
@@ -58,6 +63,62 @@ def read_order(root):
                     sys.exit(f"{path}: malformed layer order line: {line.strip()}")
                 return names
     sys.exit(f"{path}: no line starting with 'Layer order:'")
+
+
+def read_link_folders(root):
+    """(folders, assembling files) from the "Link folders:" line, or ([], [])."""
+    path = os.path.join(root, "docs", "design.md")
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("Link folders:"):
+                body = line.split(":", 1)[1]
+                folders_text, _, rest = body.partition(";")
+                folders = [x.strip().strip("`/") for x in folders_text.split("|") if x.strip()]
+                rest = rest.strip()
+                if not folders or not rest.startswith("assembled by"):
+                    sys.exit(f"{path}: malformed link folders line: {line.strip()}")
+                files = [x.strip().strip("`") for x in rest[len("assembled by"):].split(",") if x.strip()]
+                return folders, files
+    return [], []
+
+
+def folder_of(rel, folders):
+    """The link folder holding src/<rel>, or None."""
+    rel = rel.replace(os.sep, "/")
+    for d in folders:
+        if rel.startswith(d + "/"):
+            return d
+    return None
+
+
+def check_links(src, graph, folders, assembling):
+    """Every include between link folders, and into them from their layer, is allowed."""
+    errors = []
+    for d in folders:
+        if not os.path.isdir(os.path.join(src, d)):
+            errors.append(f"docs/design.md: link folder '{d}' is not a folder of src/")
+    for f in assembling:
+        if not os.path.isfile(os.path.join(src, f)):
+            errors.append(f"docs/design.md: assembling file '{f}' is not a file of src/")
+    layers = {d.split("/")[0] for d in folders}
+    for rel, targets in sorted(graph.items()):
+        rel_posix = rel.replace(os.sep, "/")
+        if rel_posix.split("/")[0] not in layers:
+            continue  # other layers: the layer order alone applies
+        mine = folder_of(rel, folders)
+        for target in targets:
+            theirs = folder_of(target, folders)
+            if theirs is None or theirs == mine:
+                continue
+            t = target.replace(os.sep, "/")
+            if mine is not None:
+                errors.append(f"src/{rel_posix}: includes \"{t}\": link folder '{mine}' must not include "
+                              f"link folder '{theirs}'")
+            elif rel_posix not in assembling:
+                errors.append(f"src/{rel_posix}: includes \"{t}\" of link folder '{theirs}': outside the link "
+                              f"folders only the assembling files ({', '.join(assembling)}) may; routing "
+                              f"code includes the link interface")
+    return errors
 
 
 def source_files(src):
@@ -174,6 +235,8 @@ def check(root):
     cycle = find_cycle(graph)
     if cycle:
         errors.append("include cycle: " + " -> ".join(cycle))
+    folders, assembling = read_link_folders(root)
+    errors += check_links(src, graph, folders, assembling)
     errors += check_outside(root)
     errors += check_env(root)
     return order, len(graph), errors
@@ -231,7 +294,9 @@ def main():
     if errors:
         print(f"layers: {len(errors)} violation(s) of the order {' < '.join(order)}")
         return 1
+    folders, _ = read_link_folders(os.path.abspath(root))
     print(f"layers: {nfiles} files of src/ include only downward ({' < '.join(order)}); no cycles; "
+          f"link folders {', '.join(folders) or '(none)'} apart and included only where links are assembled; "
           f"no memory backend's internals included from outside its folder; "
           f"the environment is read only in {SETTINGS_CODE} and {len(ENV_ALLOWED)} allowed files")
     return 0

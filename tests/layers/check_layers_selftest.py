@@ -11,10 +11,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check_layers  # noqa: E402
 
 
-def tree(files, order="low < high"):
+def tree(files, order="low < high", extra=""):
     root = tempfile.mkdtemp(prefix="dccl-layers-")
     files = dict(files)
-    files["docs/design.md"] = f"# x\n\nLayer order: {order}\n"
+    files["docs/design.md"] = f"# x\n\nLayer order: {order}\n{extra}"
     files.setdefault("include/dccl/dccl.h", "")
     for rel, text in files.items():
         path = os.path.join(root, rel)
@@ -24,8 +24,8 @@ def tree(files, order="low < high"):
     return root
 
 
-def expect(name, files, want, order="low < high"):
-    _, _, errors = check_layers.check(tree(files, order))
+def expect(name, files, want, order="low < high", extra=""):
+    _, _, errors = check_layers.check(tree(files, order, extra))
     text = "\n".join(errors)
     ok = (not errors) if want is None else (want in text)
     print(f"{'ok  ' if ok else 'FAIL'} {name}: {text or 'no violations'}")
@@ -33,7 +33,23 @@ def expect(name, files, want, order="low < high"):
 
 
 def main():
+    links = "Link folders: low/a | low/b; assembled by low/build.cc\n"
+    link_tree = {
+        "src/low/link.hpp": "",
+        "src/low/a/x.hpp": '#include "low/link.hpp"\n',
+        "src/low/b/y.hpp": '#include "low/link.hpp"\n',
+        "src/low/build.cc": '#include "low/a/x.hpp"\n#include "low/b/y.hpp"\n',
+        "src/low/route.cc": '#include "low/link.hpp"\n',
+        "src/high/c.cc": '#include "low/a/x.hpp"\n',
+    }
     results = [
+        expect("link folders kept apart", link_tree, None, extra=links),
+        expect("link folder including another", {**link_tree, "src/low/a/z.cc": '#include "low/b/y.hpp"\n'},
+               "link folder 'low/a' must not include link folder 'low/b'", extra=links),
+        expect("routing code including a link kind", {**link_tree, "src/low/route.cc": '#include "low/a/x.hpp"\n'},
+               "src/low/route.cc: includes \"low/a/x.hpp\" of link folder 'low/a'", extra=links),
+        expect("link folder missing", link_tree, "link folder 'low/c' is not a folder of src/",
+               extra="Link folders: low/a | low/b | low/c; assembled by low/build.cc\n"),
         expect("clean tree", {
             "src/low/a.hpp": '#include "dccl/dccl.h"\n',
             "src/low/b.cc": '#include "low/a.hpp"\n#include "a.hpp"\n',

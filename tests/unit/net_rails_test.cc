@@ -12,7 +12,7 @@
 #include "core/error.hpp"
 #include "core/launcher.hpp"
 #include "net/blob.hpp"
-#include "net/provider.hpp"
+#include "net/fabric/provider.hpp"
 #include "net/rails.hpp"
 
 namespace dccl::net {

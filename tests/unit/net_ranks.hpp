@@ -120,7 +120,7 @@ inline void run_ranks(int n, TransportOptions base, const std::function<void(Ctx
 
 // "tcpsock": tcp with every message on DirectCCL's socket path (the default on an
 // untrusted network). The others trust the network, so that they test libfabric's
-// providers as they are (net/provider.hpp).
+// providers as they are (net/fabric/provider.hpp).
 inline TransportOptions opts(const std::string& prov, int timeout_ms = 20000) {
   TransportOptions o;
   o.provider = prov == "tcpsock" ? "tcp" : prov;

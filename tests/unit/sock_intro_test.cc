@@ -1,4 +1,4 @@
-// The socket path's introduction (net/sock_intro.hpp) between real SockPaths:
+// The socket path's introduction (net/sock/sock_intro.hpp) between real SockPaths:
 // ranks with the same secret connect, with different secrets they do not; what
 // a listener on the wire sees holds no byte sequence of the secret; a captured
 // introduction replayed on a second connection to the same listener is refused
@@ -14,8 +14,8 @@
 #include "bootstrap/unique_id.hpp"
 #include "core/error.hpp"
 #include "loopback_proxy.hpp"
-#include "net/sock_intro.hpp"
-#include "net/sock_path.hpp"
+#include "net/sock/sock_intro.hpp"
+#include "net/sock/sock_path.hpp"
 
 namespace dccl::net {
 namespace {

@@ -1,4 +1,4 @@
-// The socket path's listeners against outsiders (net/sock_path.hpp): nothing listens
+// The socket path's listeners against outsiders (net/sock/sock_path.hpp): nothing listens
 // before connect(); while a rank waits in connect() for the ranks that connect to
 // it, a connection from an address none of them published is closed at once, and
 // silent ones from an expected address are closed (at most kMaxUnidentified held,
@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "net/sock_path.hpp"
+#include "net/sock/sock_path.hpp"
 
 namespace dccl::net {
 namespace {

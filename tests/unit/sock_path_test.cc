@@ -1,4 +1,4 @@
-// DirectCCL's socket path (net/sock_path.hpp) through the transport: unexpected
+// DirectCCL's socket path (net/sock/sock_path.hpp) through the transport: unexpected
 // messages, matching on tag and length, which sizes take it, a peer that goes away,
 // the published address. The ByProvider suite of transport_test runs its exchanges
 // over it too ("tcpsock").
@@ -9,7 +9,7 @@
 
 #include "core/error.hpp"
 #include "net/blob.hpp"
-#include "net/sock_path.hpp"
+#include "net/sock/sock_path.hpp"
 #include "net_ranks.hpp"
 
 namespace dccl::net {

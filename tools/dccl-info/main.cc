@@ -28,7 +28,7 @@
 #include "dccl/dccl.h"
 #include "mem/dmabuf_probe.hpp"
 #include "mem/viability.hpp"
-#include "net/provider.hpp"
+#include "net/fabric/provider.hpp"
 #include "net/rails.hpp"
 #include "tune/algo_table.hpp"
 #include "json_text.hpp"

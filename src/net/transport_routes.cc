@@ -1,6 +1,7 @@
-// FabricTransport::connect(): every peer's route from the blobs (shm, a trusted
-// provider's rails and stripes, or the socket path for untrusted ones), the socket
-// path's connections, and the endpoints nobody uses closed (net/fabric_transport.hpp).
+// FabricTransport::connect(): every peer's route planned from the blobs (shm, a
+// trusted provider's rails and stripes, or the socket path for untrusted ones) and
+// given its links (net/link.hpp), the socket path's connections made, the endpoints
+// nobody uses closed, and the plan logged (net/fabric_transport.hpp).
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -8,7 +9,10 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "net/fabric/fabric_link.hpp"
+#include "net/fabric/striped_link.hpp"
 #include "net/fabric_transport.hpp"
+#include "net/sock/sock_link.hpp"
 
 namespace dccl::net {
 
@@ -29,7 +33,20 @@ void FabricTransport::connect(const std::vector<std::string>& blobs, std::chrono
       if (ep->provider() == prov) v.push_back(ep.get());
     return v;
   };
-  std::vector<Route> routes(blobs.size());
+  // A peer's plan: its rails (the home one carries what is not striped), the pair's
+  // wire cut, and whether the socket path takes some (sock) or all (sock_only) of it.
+  struct Lane {
+    Endpoint* ep = nullptr;
+    fi_addr_t addr = FI_ADDR_UNSPEC;
+  };
+  struct Plan {
+    Lane home;
+    std::vector<Lane> lanes;  // striped pairs: rails [0, lanes), home among them; else empty
+    WireCut cut;
+    bool sock = false;
+    bool sock_only = false;
+  };
+  std::vector<Plan> routes(blobs.size());
   std::map<const Endpoint*, int> users;
   std::map<std::string, int> peers_of;  // provider -> ranks routed through it
   std::map<std::string, int> home_of;   // rail label -> ranks whose home rail it is
@@ -46,7 +63,7 @@ void FabricTransport::connect(const std::vector<std::string>& blobs, std::chrono
     } catch (const core::Error& e) {
       core::raise(e.code(), core::describe(rank, "connect", e.what()));
     }
-    Route& rt = routes[r];
+    Plan& rt = routes[r];
     ++peers_of[plan.provider];
     if (!trusted(plan.provider)) {
       // No fabric lane: the socket path carries everything, this rank's own messages too.
@@ -122,6 +139,36 @@ void FabricTransport::connect(const std::vector<std::string>& blobs, std::chrono
     for (size_t r = 0; r < routes.size(); ++r) routes[r].sock = sock_->limit(static_cast<int>(r)) > 0;
     if (!sock_->any()) sock_.reset();
   }
+  // Every peer's links, in the order LinkTransport::post asks them.
+  std::vector<Route> links_of(routes.size());
+  std::vector<std::unique_ptr<Link>> links;
+  auto stripe_order = std::make_shared<std::mutex>();
+  for (size_t r = 0; r < routes.size(); ++r) {
+    const Plan& p = routes[r];
+    Route& out = links_of[r];
+    if (p.sock || p.sock_only) {
+      auto l = std::make_unique<SockLink>(sock_.get(), static_cast<int>(r));
+      out.small_max = l->limit();
+      out.small = l.get();
+      links.push_back(std::move(l));
+    }
+    if (p.sock_only) {
+      out.link = out.small;
+      out.small = nullptr;
+      out.host_only = true;
+      continue;
+    }
+    links.push_back(std::make_unique<FabricLink>(p.home.ep, p.home.addr));
+    out.link = links.back().get();
+    if (!p.lanes.empty()) {
+      std::vector<std::unique_ptr<FabricLink>> lanes;
+      for (const Lane& l : p.lanes) lanes.push_back(std::make_unique<FabricLink>(l.ep, l.addr));
+      auto s = std::make_unique<StripedLink>(rank, static_cast<int>(r), std::move(lanes), p.cut, stripe_order);
+      out.large_min = s->stripe_min();
+      out.large = s.get();
+      links.push_back(std::move(s));
+    }
+  }
   if (!untrusted_ranks.empty())
     untrusted_ = "rank(s) " + untrusted_ranks + " are reached over " + untrusted_why +
                  ": DirectCCL's authenticated socket path carries their messages, device memory staged "
@@ -133,7 +180,10 @@ void FabricTransport::connect(const std::vector<std::string>& blobs, std::chrono
     if (users[ep.get()] > 0) keep.push_back(std::move(ep));
   if (keep.empty() && !eps_.empty()) keep.push_back(std::move(eps_.front()));
   eps_ = std::move(keep);
-  routes_ = std::move(routes);
+  std::vector<const void*> order;  // the engines' order in rail_counters(): the endpoints, then the sockets
+  for (const auto& ep : eps_) order.push_back(ep.get());
+  order.push_back(sock_.get());
+  adopt(std::move(links_of), std::move(links), order);
   blobs_ = std::move(all);
   for (auto& ep : eps_)
     if (ep->provider() == kShmProvider && !pidfds_.empty())
@@ -145,14 +195,14 @@ void FabricTransport::connect(const std::vector<std::string>& blobs, std::chrono
       });
   connected_ = true;
   // Naps on the sockets end when a message arrives only if the sockets carry everything.
-  nap_wakes_ = sock_ != nullptr && std::all_of(routes_.begin(), routes_.end(), [](const Route& r) { return r.sock_only; });
+  nap_wakes_ = sock_ != nullptr && std::all_of(routes.begin(), routes.end(), [](const Plan& r) { return r.sock_only; });
   // "shm for 3 ranks, tcp;ofi_rxm for 4 ranks (rails: eth0 for 2 ranks, eth1 for 2 ranks)"
   auto ranks = [](int k) { return std::to_string(k) + (k == 1 ? " rank" : " ranks"); };
   std::string log;
   for (const auto& [prov, k] : peers_of) log += (log.empty() ? "" : ", ") + prov + " for " + ranks(k);
-  const auto sock_only = std::count_if(routes_.begin(), routes_.end(), [](const Route& x) { return x.sock_only; });
+  const auto sock_only = std::count_if(routes.begin(), routes.end(), [](const Plan& x) { return x.sock_only; });
   const auto sock_limited =
-      std::count_if(routes_.begin(), routes_.end(), [](const Route& x) { return x.sock && !x.sock_only; });
+      std::count_if(routes.begin(), routes.end(), [](const Plan& x) { return x.sock && !x.sock_only; });
   if (sock_only)
     log += "; every message to " + std::to_string(sock_only) +
            " of them over DirectCCL's authenticated socket path (the network is not trusted: DCCL_TRUST_NETWORK=0)";

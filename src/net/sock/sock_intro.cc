@@ -1,4 +1,4 @@
-#include "net/sock_intro.hpp"
+#include "net/sock/sock_intro.hpp"
 
 #include <cstring>
 #include <string>

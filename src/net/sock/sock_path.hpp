@@ -4,7 +4,7 @@
 // (sendto, a wake-up pipe written and read, poll, recvfrom) and ~7.5 us one way on
 // loopback; a tagged message needs one sendmsg at the sender and one recv at the
 // receiver. This path keeps one TCP connection per peer pair, made at connect() and
-// authenticated by a challenge-response over the job secret (net/sock_intro.hpp),
+// authenticated by a challenge-response over the job secret (net/sock/sock_intro.hpp),
 // and carries every tagged message up to the pair's size limit as
 // a 16-byte header (tag, length) and the payload:
 //  - send: written inline from the caller's buffer when the connection is idle

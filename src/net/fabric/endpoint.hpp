@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "net/fid.hpp"
-#include "net/provider.hpp"
+#include "net/fabric/fid.hpp"
+#include "net/fabric/provider.hpp"
 #include "net/transport.hpp"
 
 namespace dccl::net {

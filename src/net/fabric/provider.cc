@@ -1,4 +1,4 @@
-#include "net/provider.hpp"
+#include "net/fabric/provider.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

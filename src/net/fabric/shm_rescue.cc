@@ -1,4 +1,4 @@
-#include "net/shm_rescue.hpp"
+#include "net/fabric/shm_rescue.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -1,13 +1,13 @@
-#include "net/dmabuf_trial.hpp"
+#include "net/fabric/dmabuf_trial.hpp"
 
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_errno.h>
 
 #include "core/error.hpp"
-#include "net/fi_dmabuf_compat.hpp"
-#include "net/fid.hpp"
-#include "net/provider.hpp"
+#include "net/fabric/fi_dmabuf_compat.hpp"
+#include "net/fabric/fid.hpp"
+#include "net/fabric/provider.hpp"
 
 namespace dccl::net {
 

@@ -1,6 +1,6 @@
 // SockPath's data path: tagged messages over one TCP connection per pair
-// (net/sock_path.hpp).
-#include "net/sock_path.hpp"
+// (net/sock/sock_path.hpp).
+#include "net/sock/sock_path.hpp"
 
 #include <algorithm>
 
@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "core/error.hpp"
+#include "core/socket.hpp"
 #include "net/transport.hpp"
 
 namespace dccl::net {
@@ -190,7 +191,7 @@ bool SockPath::write_locked(Conn& c) {
     const ssize_t w = sendmsg(c.fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (w < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return true;
-      fail_conn_locked(c, "send to rank " + std::to_string(c.peer) + " failed: " + strerror(errno));
+      fail_conn_locked(c, sock::error_text("send to", "rank " + std::to_string(c.peer), errno));
       return false;
     }
     t.off += static_cast<size_t>(w);
@@ -229,7 +230,7 @@ bool SockPath::read_locked(Conn& c, int* done) {
     }
     if (r < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return true;
-      fail_conn_locked(c, "receive from rank " + std::to_string(c.peer) + " failed: " + strerror(errno));
+      fail_conn_locked(c, sock::error_text("recv from", "rank " + std::to_string(c.peer), errno));
       return false;
     }
     if (direct) {

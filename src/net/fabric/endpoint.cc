@@ -1,4 +1,4 @@
-#include "net/endpoint.hpp"
+#include "net/fabric/endpoint.hpp"
 
 #include <rdma/fi_cm.h>
 #include <rdma/fi_errno.h>
@@ -11,7 +11,7 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
-#include "net/fi_dmabuf_compat.hpp"
+#include "net/fabric/fi_dmabuf_compat.hpp"
 
 namespace dccl::net {
 

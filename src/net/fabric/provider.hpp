@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "net/fid.hpp"
+#include "net/fabric/fid.hpp"
 #include "net/rails.hpp"
 
 namespace dccl::net {

@@ -1,9 +1,6 @@
 // SockPath's setup: listening sockets, the published address, and the collective
-// connect() that makes one authenticated connection per pair (net/sock_path.hpp).
-#include <arpa/inet.h>
-#include <fcntl.h>
+// connect() that makes one authenticated connection per pair (net/sock/sock_path.hpp).
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -17,85 +14,15 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
-#include "net/sock_intro.hpp"
-#include "net/sock_path.hpp"
+#include "core/socket.hpp"
+#include "net/sock/sock_intro.hpp"
+#include "net/sock/sock_path.hpp"
 
 namespace dccl::net {
 
-namespace {
-
 using Clock = std::chrono::steady_clock;
 
-std::string errno_text(const char* call) { return std::string(call) + ": " + strerror(errno); }
-
-bool parse_hostport(const std::string& s, sockaddr_storage* sa, socklen_t* len) {
-  std::string host, port;
-  if (!s.empty() && s[0] == '[') {
-    const size_t close = s.find(']');
-    if (close == std::string::npos || close + 1 >= s.size() || s[close + 1] != ':') return false;
-    host = s.substr(1, close - 1);
-    port = s.substr(close + 2);
-  } else {
-    const size_t colon = s.rfind(':');
-    if (colon == std::string::npos) return false;
-    host = s.substr(0, colon);
-    port = s.substr(colon + 1);
-  }
-  char* end = nullptr;
-  const long p = strtol(port.c_str(), &end, 10);
-  if (port.empty() || *end || p <= 0 || p > 65535) return false;
-  memset(sa, 0, sizeof(*sa));
-  auto* v4 = reinterpret_cast<sockaddr_in*>(sa);
-  auto* v6 = reinterpret_cast<sockaddr_in6*>(sa);
-  if (inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
-    v4->sin_family = AF_INET;
-    v4->sin_port = htons(static_cast<uint16_t>(p));
-    *len = sizeof(sockaddr_in);
-    return true;
-  }
-  if (inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
-    v6->sin6_family = AF_INET6;
-    v6->sin6_port = htons(static_cast<uint16_t>(p));
-    *len = sizeof(sockaddr_in6);
-    return true;
-  }
-  return false;
-}
-
-bool send_whole(int fd, const char* p, size_t n) {
-  return send(fd, p, n, MSG_NOSIGNAL) == static_cast<ssize_t>(n);  // a fresh connection takes a few bytes at once
-}
-
-std::string ip_text(const sockaddr_storage& sa) {
-  char text[INET6_ADDRSTRLEN] = {};
-  if (sa.ss_family == AF_INET)
-    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&sa)->sin_addr, text, sizeof(text));
-  else if (sa.ss_family == AF_INET6)
-    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&sa)->sin6_addr, text, sizeof(text));
-  return text;
-}
-
-void tune(int fd) {
-  int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-}
-
-}  // namespace
-
-std::string sockaddr_ip(const std::string& name) {
-  char text[INET6_ADDRSTRLEN] = {};
-  if (name.size() >= sizeof(sockaddr_in)) {
-    sockaddr_in v4;
-    memcpy(&v4, name.data(), sizeof(v4));
-    if (v4.sin_family == AF_INET && inet_ntop(AF_INET, &v4.sin_addr, text, sizeof(text))) return text;
-  }
-  if (name.size() >= sizeof(sockaddr_in6)) {
-    sockaddr_in6 v6;
-    memcpy(&v6, name.data(), sizeof(v6));
-    if (v6.sin6_family == AF_INET6 && inet_ntop(AF_INET6, &v6.sin6_addr, text, sizeof(text))) return text;
-  }
-  return "";
-}
+std::string sockaddr_ip(const std::string& name) { return sock::ip_of_bytes(name); }
 
 SockPath::SockPath(int rank, uint64_t max_bytes, std::chrono::milliseconds timeout,
                    const std::vector<std::string>& ips, std::vector<std::string> rails,
@@ -107,24 +34,22 @@ SockPath::SockPath(int rank, uint64_t max_bytes, std::chrono::milliseconds timeo
   std::random_device rd;
   nonce_ = (static_cast<uint64_t>(rd()) << 32) ^ rd();
   for (const std::string& ip : ips) {
-    sockaddr_storage sa;
-    socklen_t len = 0;
+    sock::SockAddr sa;
     const bool v6 = ip.find(':') != std::string::npos;
-    if (!parse_hostport((v6 ? "[" + ip + "]" : ip) + ":1", &sa, &len))
+    if (!sock::parse_hostport((v6 ? "[" + ip + "]" : ip) + ":1", &sa))
       core::raise(dcclInvalidArgument, core::describe(rank, "socket path", "bad address '" + ip + "'"));
-    reinterpret_cast<sockaddr_in*>(&sa)->sin_port = 0;  // the same offset in sockaddr_in6
-    const int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    reinterpret_cast<sockaddr_in*>(&sa.ss)->sin_port = 0;  // the same offset in sockaddr_in6
+    const int fd = socket(sa.ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     // Bound now (the port goes into the connection blob), listening only in connect().
-    if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&sa), len) != 0) {
-      const std::string why = errno_text(fd < 0 ? "socket" : "bind");
+    if (fd < 0 || bind(fd, sa.sa(), sa.len) != 0) {
+      const std::string why = sock::error_text(fd < 0 ? "socket" : "bind", "", errno);
       if (fd >= 0) close(fd);
       for (auto& [l, a] : listeners_) close(l);
       core::raise(dcclSystemError, core::describe(rank, "socket path", "cannot listen on " + ip + ": " + why));
     }
-    len = sizeof(sa);
-    getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-    const int port = ntohs(reinterpret_cast<sockaddr_in*>(&sa)->sin_port);
-    listeners_.emplace_back(fd, (v6 ? "[" + ip + "]" : ip) + ":" + std::to_string(port));
+    sa.len = sizeof(sa.ss);
+    getsockname(fd, sa.sa(), &sa.len);
+    listeners_.emplace_back(fd, (v6 ? "[" + ip + "]" : ip) + ":" + std::to_string(sock::port_of(sa)));
   }
 }
 
@@ -144,10 +69,8 @@ std::string SockPath::address() const {
 
 // The address part of "ip:port" or "[ip]:port", as inet_ntop writes it ("" if malformed).
 static std::string ip_of(const std::string& hostport) {
-  sockaddr_storage sa;
-  socklen_t len = 0;
-  if (!parse_hostport(hostport, &sa, &len)) return "";
-  return ip_text(sa);
+  sock::SockAddr sa;
+  return sock::parse_hostport(hostport, &sa) ? sock::host_of(sa) : "";
 }
 
 void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers, bool loop_self, Clock::time_point until) {
@@ -157,15 +80,16 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers, bo
     int rail = 0;   // the listener that accepted it, or the rail connected over
     bool outgoing = false;
     bool connecting = false;  // outgoing: connect() in progress
-    // The introduction (net/sock_intro.hpp): the message being read, and how long it is.
+    // The introduction (net/sock/sock_intro.hpp): the message being read, and how long it is.
     char in[kIntroAnswerBytes];
     size_t got = 0, want = kIntroHelloBytes;
     bool answered = false;  // accepted: the answer went out, the connector's proof is due
     IntroNonce nc, na;
     Clock::time_point retry_at{};
     Clock::time_point hello_by{};  // accepted: closed unless introduced by then
-    sockaddr_storage sa{};
-    socklen_t salen = 0;
+    sock::SockAddr sa;
+    // The peer for error texts: "rank 3 (10.0.0.2:4001)".
+    std::string who() const { return "rank " + std::to_string(peer) + " (" + sock::addr_to_string(sa) + ")"; }
   };
   const auto deadline =
       until == Clock::time_point{} ? Clock::now() + timeout_ : std::min(until, Clock::now() + timeout_);
@@ -205,7 +129,7 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers, bo
     p.peer = static_cast<int>(r);
     p.rail = rail;
     p.outgoing = true;
-    if (!parse_hostport(eps[static_cast<size_t>(rail)], &p.sa, &p.salen))
+    if (!sock::parse_hostport(eps[static_cast<size_t>(rail)], &p.sa))
       core::raise(dcclInvalidArgument, core::describe(rank_, "socket path", "malformed " + whose));
     pend.push_back(p);
   }
@@ -218,7 +142,7 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers, bo
   if (expected_in == 0) stop_listening();
   for (auto& [fd, a] : listeners_)
     if (::listen(fd, 64) != 0)
-      core::raise(dcclSystemError, core::describe(rank_, "socket path", "cannot listen on " + a + ": " + errno_text("listen")));
+      core::raise(dcclSystemError, core::describe(rank_, "socket path", sock::error_text("listen on", a, errno)));
   auto ready = [&](Pending& p) {
     auto c = std::make_unique<Conn>();
     c->fd = p.fd;
@@ -226,7 +150,7 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers, bo
     c->rail = p.rail < static_cast<int>(rails_.size()) ? p.rail : 0;
     c->limit = limits[static_cast<size_t>(p.peer)];
     c->stage.resize(64 << 10);
-    tune(c->fd);
+    sock::set_nodelay(c->fd);
     by_peer_[static_cast<size_t>(p.peer)] = c.get();
     conns_.push_back(std::move(c));
     p.fd = -1;
@@ -259,12 +183,14 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers, bo
       // Start (or restart) outgoing connections.
       for (Pending& p : pend) {
         if (!p.outgoing || p.peer < 0 || p.fd >= 0 || now < p.retry_at) continue;
-        p.fd = socket(p.sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (p.fd < 0) core::raise(dcclSystemError, core::describe(rank_, "socket path", errno_text("socket")));
+        sock::Fd s;
+        const int e = sock::start_connect(p.sa, &s);
+        if (!s) core::raise(dcclSystemError, core::describe(rank_, "socket path", sock::error_text("socket", "", e)));
+        p.fd = s.release();
         p.connecting = true;
         p.got = 0;
-        if (::connect(p.fd, reinterpret_cast<sockaddr*>(&p.sa), p.salen) != 0 && errno != EINPROGRESS) {
-          last_error = "rank " + std::to_string(p.peer) + ": " + errno_text("connect");
+        if (e != 0 && e != EINPROGRESS) {
+          last_error = sock::error_text("connect to", p.who(), e);
           drop(p);
           p.retry_at = now + std::chrono::milliseconds(20);
         }
@@ -281,13 +207,11 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers, bo
       const size_t npend = pend.size();  // those polled; accepted ones join after them
       for (size_t i = 0; i < nl; ++i) {
         if (!(fds[i].revents & POLLIN)) continue;
-        sockaddr_storage from{};
+        sock::SockAddr from;
         for (;;) {
-          socklen_t fl = sizeof(from);
-          const int fd =
-              accept4(listeners_[i].first, reinterpret_cast<sockaddr*>(&from), &fl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+          const int fd = sock::accept(listeners_[i].first, &from);
           if (fd < 0) break;
-          const std::string ip = ip_text(from);
+          const std::string ip = sock::host_of(from);
           if (std::find(allowed.begin(), allowed.end(), ip) == allowed.end()) {
             close(fd);
             ++refused;
@@ -320,11 +244,9 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers, bo
         const short ev = fds[nl + i].revents;
         if (p.fd < 0 || fds[nl + i].fd != p.fd || !ev) continue;
         if (p.connecting) {
-          int err = 0;
-          socklen_t el = sizeof(err);
-          getsockopt(p.fd, SOL_SOCKET, SO_ERROR, &err, &el);
+          const int err = sock::connect_result(p.fd);
           if (err != 0) {
-            last_error = "rank " + std::to_string(p.peer) + ": connect: " + strerror(err);
+            last_error = sock::error_text("connect to", p.who(), err);
             drop(p);
             p.retry_at = Clock::now() + std::chrono::milliseconds(20);
             continue;
@@ -334,18 +256,19 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers, bo
           p.want = kIntroAnswerBytes;
           char hello[kIntroHelloBytes];
           intro_hello(hello, {rank_, p.peer, nonce_, nonces[static_cast<size_t>(p.peer)]}, p.nc);
-          if (!send_whole(p.fd, hello, sizeof(hello))) {
-            last_error = "rank " + std::to_string(p.peer) + ": " + errno_text("send");
+          if (const int e = sock::send_all(p.fd, hello, sizeof(hello), deadline)) {
+            last_error = sock::error_text("send to", p.who(), e);
             drop(p);
             p.retry_at = Clock::now() + std::chrono::milliseconds(20);
           }
           continue;
         }
-        const ssize_t n = recv(p.fd, p.in + p.got, p.want - p.got, 0);
+        const long n = sock::recv_some(p.fd, p.in + p.got, p.want - p.got, Clock::now());
         if (n <= 0) {
-          if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+          if (n == -ETIMEDOUT) continue;
           if (p.outgoing) {
-            last_error = "rank " + std::to_string(p.peer) + " closed the connection before answering";
+            last_error = n == 0 ? p.who() + " closed the connection before answering"
+                                : sock::error_text("recv from", p.who(), static_cast<int>(-n));
             drop(p);
             p.retry_at = Clock::now() + std::chrono::milliseconds(20);
           } else {
@@ -367,8 +290,8 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers, bo
             p.retry_at = Clock::now() + std::chrono::milliseconds(20);
             continue;
           }
-          if (!send_whole(p.fd, proof, sizeof(proof))) {
-            last_error = "rank " + std::to_string(p.peer) + ": " + errno_text("send");
+          if (const int e = sock::send_all(p.fd, proof, sizeof(proof), deadline)) {
+            last_error = sock::error_text("send to", p.who(), e);
             drop(p);
             p.retry_at = Clock::now() + std::chrono::milliseconds(20);
             continue;
@@ -392,7 +315,7 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers, bo
           p.na = IntroNonce::fresh();
           char answer[kIntroAnswerBytes];
           intro_answer(answer, key, {from, rank_, nonces[static_cast<size_t>(from)], nonce_}, p.nc, p.na);
-          if (!send_whole(p.fd, answer, sizeof(answer))) {
+          if (sock::send_all(p.fd, answer, sizeof(answer), deadline) != 0) {
             drop(p);
             continue;
           }
@@ -428,13 +351,13 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers, bo
   stop_listening();  // every pair is connected: nothing more to accept
   if (conns_.size() > 1) {
     epfd_ = epoll_create1(EPOLL_CLOEXEC);
-    if (epfd_ < 0) core::raise(dcclSystemError, core::describe(rank_, "socket path", errno_text("epoll_create1")));
+    if (epfd_ < 0) core::raise(dcclSystemError, core::describe(rank_, "socket path", sock::error_text("epoll_create1", "", errno)));
     for (auto& c : conns_) {
       epoll_event ev{};
       ev.events = EPOLLIN;
       ev.data.ptr = c.get();
       if (epoll_ctl(epfd_, EPOLL_CTL_ADD, c->fd, &ev) != 0)
-        core::raise(dcclSystemError, core::describe(rank_, "socket path", errno_text("epoll_ctl")));
+        core::raise(dcclSystemError, core::describe(rank_, "socket path", sock::error_text("epoll_ctl", "", errno)));
     }
   }
 }

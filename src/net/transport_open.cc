@@ -1,0 +1,231 @@
+// The transport's paths opened (net/fabric_transport.hpp): libfabric endpoints of the
+// providers a rank may need (shm, each rail of tcp;ofi_rxm, or the one DCCL_PROVIDER
+// forces), the socket path on the TCP rails, and the registration of buffers with
+// the endpoints.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "core/config.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "net/fabric_transport.hpp"
+
+namespace dccl::net {
+
+FabricTransport::FabricTransport(const TransportOptions& o) : LinkTransport(o) {
+  reap_orphaned_shm_regions();
+  if (o.nranks < 1 || o.rank < 0 || o.rank >= o.nranks)
+    core::raise(dcclInvalidArgument, "transport: rank " + std::to_string(o.rank) +
+                                         " out of range for " + std::to_string(o.nranks) +
+                                         " ranks");
+  api_version();  // throws when the runtime is too old
+  forced_ = canonical_provider(o.provider);
+  if (forced_.empty()) {
+    // None given: the user's choice, under the settings' rule (core::provider_choice).
+    forced_ = canonical_provider(core::provider_choice());
+    if (!forced_.empty()) DCCL_INFO("net: the environment selects provider %s for every peer", forced_.c_str());
+  }
+  self_.host = o.host.empty() ? local_hostname() : o.host;
+  self_.boot_id = local_boot_id();
+  self_.pid = getpid();
+  self_.local_rank = std::max(o.local_rank, 0);
+  self_.local_size = std::max(o.local_size, 0);
+  self_.stripe_bytes = o.stripe_bytes;
+  try {
+    ifnames_ = parse_ifnames(o.ifnames);
+  } catch (const core::Error& e) {
+    core::raise(e.code(), core::describe(o.rank, "transport", e.what()));
+  }
+
+  std::string why;
+  std::string why_not;
+  if (!forced_.empty() && !trusted(forced_)) {
+    provider_trusted(forced_, &why_not);
+    if (forced_ != kTcpProvider)
+      core::raise(dcclInvalidUsage,
+                  core::describe(o.rank, "transport",
+                                 "DCCL_PROVIDER " + forced_ + " is not trusted (" + why_not +
+                                     "): set DCCL_TRUST_NETWORK=1 where only the job can reach the network, or "
+                                     "DCCL_PROVIDER=tcp for DirectCCL's authenticated sockets"));
+    // Forced tcp on an untrusted network: every pair, this rank with itself included,
+    // over the socket path; no libfabric endpoint at all.
+    if (!publish_rails(&why)) unavailable("provider '" + forced_ + "' is unavailable: " + why);
+  } else if (!forced_.empty()) {
+    const bool ok = forced_ == kTcpProvider ? open_rails(forced_, &why) : open(forced_, &why);
+    if (!ok) unavailable("provider '" + forced_ + "' is unavailable: " + why);
+    if (forced_ != kTcpProvider && !ifnames_.empty())
+      DCCL_INFO("net: DCCL_NET_IFNAME ignored: provider %s is opened once, without rails", forced_.c_str());
+  } else {
+    std::string why_tcp;
+    bool shm = open(kShmProvider, &why);
+    bool tcp = trusted(kTcpProvider) ? open_rails(kTcpProvider, &why_tcp) : publish_rails(&why_tcp);
+    if (!shm && !tcp)
+      unavailable("neither shm (" + why + ") nor tcp;ofi_rxm (" + why_tcp + ") can be opened");
+    if (!shm)
+      DCCL_WARN("net: shm unavailable (%s); same-host peers will use tcp;ofi_rxm", why.c_str());
+    if (!tcp)  // connect() fails with the reason if a peer turns out to be remote
+      DCCL_INFO("net: tcp;ofi_rxm unavailable (%s); only same-host peers are reachable",
+                why_tcp.c_str());
+  }
+  std::vector<std::string> tcp_ips, tcp_rails;
+  for (auto& ep : eps_) {
+    self_.endpoints.emplace_back(ep->provider(), ep->address());
+    self_.rails.push_back(ep->rail());
+    if (ep->provider() != kTcpProvider) continue;
+    tcp_ips.push_back(sockaddr_ip(ep->address()));
+    tcp_rails.push_back(ep->rail());
+  }
+  for (const auto& [rail, addr] : unopened_) {
+    self_.endpoints.emplace_back(kTcpProvider, addr);
+    self_.rails.push_back(rail);
+    tcp_ips.push_back(sockaddr_ip(addr));
+    tcp_rails.push_back(rail);
+  }
+  // Untrusted tcp: the socket path carries every size (connect() refuses
+  // DCCL_NET_SOCK_BYTES=0 if a pair needs it).
+  const uint64_t sock_max = unopened_.empty() ? o.sock_bytes : UINT64_MAX;
+  if (sock_max > 0 && !tcp_ips.empty() &&
+      std::find(tcp_ips.begin(), tcp_ips.end(), std::string()) == tcp_ips.end()) {
+    sock_ = std::make_unique<SockPath>(o.rank, sock_max, o.timeout, tcp_ips, tcp_rails, o.secret);
+    self_.sock = sock_->address();
+  }
+}
+
+bool FabricTransport::publish_rails(std::string* why) {
+  std::vector<Rail> rails;
+  try {
+    rails = find_rails(kTcpProvider, ifnames_, why, false);
+  } catch (const core::Error& e) {
+    core::raise(e.code(), core::describe(opts_.rank, "transport", e.what()));
+  }
+  std::string names;
+  for (auto& r : rails) {
+    const fi_info* i = r.info.info.get();
+    if (!i->src_addr || i->src_addrlen == 0) continue;
+    unopened_.emplace_back(r.name, std::string(static_cast<const char*>(i->src_addr), i->src_addrlen));
+    names += (names.empty() ? "" : ", ") + r.name + " (" + r.address + ")";
+  }
+  if (unopened_.empty()) {
+    if (why->empty()) *why = "no interface with an address";
+    return false;
+  }
+  DCCL_INFO("net: rank %d: the network is not trusted (DCCL_TRUST_NETWORK=0): tcp;ofi_rxm is not opened; rails %s "
+            "carry DirectCCL's authenticated socket path", opts_.rank, names.c_str());
+  return true;
+}
+
+// One endpoint per rail (net/rails.hpp): the interfaces DCCL_NET_IFNAME names, or
+// every non-loopback one the provider offers. A named rail must open; of the
+// default ones, those that fail are left out (with a warning).
+bool FabricTransport::open_rails(const std::string& prov, std::string* why) {
+  std::vector<Rail> rails;
+  try {
+    rails = find_rails(prov, ifnames_, why, opts_.want_hmem);
+  } catch (const core::Error& e) {
+    core::raise(e.code(), core::describe(opts_.rank, "transport", e.what()));
+  }
+  std::string names;
+  for (auto& r : rails) {
+    const bool hmem = r.info.hmem;
+    try {
+      eps_.push_back(std::make_unique<Endpoint>(prov, std::move(r.info), opts_.rank, opts_.nranks,
+                                                opts_.max_part_bytes, r.name));
+    } catch (const core::Error& e) {
+      if (!ifnames_.empty())
+        core::raise(dcclUnavailable, core::describe(opts_.rank, "transport",
+                                                    "rail " + r.name + " (DCCL_NET_IFNAME) cannot be opened: " +
+                                                        e.what()));
+      DCCL_WARN("net: %s rail %s (%s) left out: %s", prov.c_str(), r.name.c_str(), r.address.c_str(), e.what());
+      *why = e.what();
+      continue;
+    }
+    names += (names.empty() ? "" : ", ") + r.name + " (" + r.address + ")";
+    if (opts_.want_hmem)
+      DCCL_INFO("net: %s opened %s FI_HMEM", eps_.back()->label().c_str(),
+                hmem ? "with" : "without (the provider does not offer it)");
+  }
+  if (names.empty()) return false;
+  DCCL_INFO("net: %s rails of rank %d (local rank %d): %s%s", prov.c_str(), opts_.rank, self_.local_rank,
+            names.c_str(), ifnames_.empty() ? "" : " (DCCL_NET_IFNAME)");
+  if (eps_.back()->max_part() < (size_t(1) << 40))
+    DCCL_INFO("net: %s splits messages above %zu bytes", prov.c_str(), eps_.back()->max_part());
+  return true;
+}
+
+bool FabricTransport::open(const std::string& prov, std::string* why) {
+  ProviderInfo pi = find_provider(prov, why, opts_.want_hmem);
+  if (!pi.info) return false;
+  try {
+    eps_.push_back(std::make_unique<Endpoint>(prov, std::move(pi), opts_.rank, opts_.nranks,
+                                              opts_.max_part_bytes));
+  } catch (const core::Error& e) {
+    *why = e.what();
+    return false;
+  }
+  if (opts_.want_hmem)
+    DCCL_INFO("net: %s opened %s FI_HMEM", prov.c_str(),
+              eps_.back()->hmem() ? "with" : "without (the provider does not offer it)");
+  if (eps_.back()->max_part() < (size_t(1) << 40))
+    DCCL_INFO("net: %s splits messages above %zu bytes", prov.c_str(), eps_.back()->max_part());
+  return true;
+}
+
+void FabricTransport::unavailable(const std::string& what) const {
+  std::vector<std::string> avail = available_providers();
+  core::raise(dcclUnavailable,
+              core::describe(opts_.rank, "transport",
+                             what + "; available RDM providers: " +
+                                 (avail.empty() ? std::string("none") : join(avail, ", "))));
+}
+
+std::string FabricTransport::local_blob() const { return self_.encode(); }
+
+std::string FabricTransport::provider_summary() const {
+  std::vector<std::string> names;
+  for (const auto& ep : eps_)
+    if (std::find(names.begin(), names.end(), ep->provider()) == names.end()) names.push_back(ep->provider());
+  if (std::any_of(routes_.begin(), routes_.end(), [](const Route& r) { return r.host_only; }))
+    names.push_back("tcp (DirectCCL sockets)");
+  return join(names, "+");
+}
+
+std::string FabricTransport::hmem_missing() const {
+  if (eps_.empty()) return "no endpoint is open";
+  // "the tcp;ofi_rxm endpoints (rails eth0, eth1) were opened without FI_HMEM (...)"
+  std::vector<std::string> provs, rails;
+  size_t count = 0;
+  for (const auto& ep : eps_) {
+    if (ep->hmem()) continue;
+    ++count;
+    if (std::find(provs.begin(), provs.end(), ep->provider()) == provs.end()) provs.push_back(ep->provider());
+    if (!ep->rail().empty()) rails.push_back(ep->rail());
+  }
+  if (count == 0) return "";
+  return "the " + join(provs, ", ") + (count == 1 ? " endpoint" : " endpoints") +
+         (rails.empty() ? std::string() : (rails.size() == 1 ? " (rail " : " (rails ") + join(rails, ", ") + ")") +
+         (count == 1 ? " was" : " were") +
+         " opened without FI_HMEM (" +
+         (opts_.want_hmem ? "the provider does not offer it"
+                          : "not requested: no device backend in this process") +
+         ")";
+}
+
+MemRegion* FabricTransport::register_memory(const void* buf, size_t len) {
+  if (!connected_)
+    core::raise(dcclInvalidUsage,
+                core::describe(opts_.rank, "register memory", "connect() was not called"));
+  return register_host(eps_, buf, len);
+}
+
+void FabricTransport::deregister_memory(MemRegion* mr) {
+  if (!mr || abandoned_) return;
+  deregister(mr);
+}
+
+std::unique_ptr<Transport> Transport::create(const TransportOptions& opts) {
+  return std::make_unique<FabricTransport>(opts);
+}
+
+}  // namespace dccl::net
