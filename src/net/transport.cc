@@ -281,6 +281,12 @@ void FabricTransport::post(bool send, int peer, void* buf, size_t len, uint64_t 
     req->sock = true;
     return sock_->post(send, peer, buf, len, tag, req);
   }
+  // A receive of up to len bytes cannot know which path or cut a shorter message took.
+  if (!send && req->up_to && (rt.sock || !rt.lanes.empty()))
+    core::raise(dcclInvalidUsage,
+                core::describe(opts_.rank, op,
+                               "a receive of up to " + std::to_string(len) + " bytes from rank " + std::to_string(peer) +
+                                   ", whose messages take the socket path or stripes by size"));
   const bool striped = !rt.lanes.empty() && len >= rt.cut.stripe_min;
   if (rt.sock && !striped && len <= sock_->limit(peer) && !(mr && mr->device)) {
     req->sock = true;

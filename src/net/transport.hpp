@@ -44,6 +44,11 @@ struct Request {
   uint64_t tag = 0;
   size_t len = 0;  // as posted
   bool is_send = false;
+  // Set by the caller before posting a receive (reset() keeps it): the receive takes a
+  // message of at most len bytes, `bytes` telling how many came (NCCL's receive
+  // semantics). One message part: len must not exceed the part size, and the
+  // receive is never striped.
+  bool up_to = false;
   bool sock = false;  // internal: posted to DirectCCL's socket path, not to libfabric
   std::atomic<int> pending_parts{0};  // internal: messages still in flight
   std::atomic<bool> fail_claimed{false};  // internal: the first failure writes `error`
