@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <functional>
 #include <cstdarg>
 #include <cstring>
 #include <ctime>
@@ -35,8 +36,12 @@ double now_s() {
 
 std::string oob_dir() {
   static std::string dir = [] {
+    // One folder per job: dccl-run gives every rank the job's DCCL_ID.
     const char* d = getenv("PLUGIN_OOB_DIR");
-    std::string s = d ? d : "/tmp/dccl-plugin-oob-" + std::to_string(getppid());
+    const char* id = getenv("DCCL_ID");
+    char job[32];
+    snprintf(job, sizeof(job), "%zx", id ? std::hash<std::string>{}(id) : static_cast<size_t>(getppid()));
+    std::string s = d ? d : "/tmp/dccl-plugin-oob-" + std::string(job);
     mkdir(s.c_str(), 0700);
     return s;
   }();
@@ -105,6 +110,14 @@ void fetch(const std::string& name, void* bytes, size_t n) {
     CHECK(now_s() < until, "no %s from the other rank within 60 s", path.c_str());
     usleep(2000);
   }
+}
+
+void cleanup(bool wait_for_all) {
+  if (wait_for_all) barrier("cleanup");
+  if (rank() != 0) return;
+  usleep(200000);  // the others have read the last barrier's files
+  const std::string cmd = "rm -rf '" + oob_dir() + "'";
+  if (system(cmd.c_str()) != 0) fprintf(stderr, "harness: could not remove %s\n", oob_dir().c_str());
 }
 
 void barrier(const std::string& name) {

@@ -50,6 +50,8 @@ void publish(const std::string& name, const void* bytes, size_t n);
 void fetch(const std::string& name, void* bytes, size_t n);
 // Every rank reaches this point (files in the directory).
 void barrier(const std::string& name);
+// At the end of a job: a barrier (unless a rank is gone), then rank 0 removes the directory.
+void cleanup(bool wait_for_all = true);
 
 struct Pair {
   void* send = nullptr;  // to `to`

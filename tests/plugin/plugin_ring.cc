@@ -95,6 +95,7 @@ int main(int argc, char** argv) {
   OK(net->dereg_mr(c.recv, tmh));
   OK(net->dereg_mr(c.recv, bmh_recv));
   close_pair(net, c);
+  cleanup();
   std::sort(times.begin(), times.end());
   const double med = times[times.size() / 2], bytes = static_cast<double>(count * sizeof(float));
   printf("rank %d: ring allreduce of %zu floats over %d ranks on %s: correct; median %.3f ms, busbw %.2f GB/s\n", r,
