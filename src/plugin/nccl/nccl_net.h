@@ -14,8 +14,6 @@
 #include <cstddef>
 #include <cstdint>
 
-extern "C" {
-
 // ncclResult_t's values a plugin returns.
 enum DcclNcclResult : int {
   kNcclSuccess = 0,
@@ -106,49 +104,37 @@ struct NcclPropsV9 {
   size_t max_coll_bytes;
 };
 
-struct NcclNetV7 {
-  const char* name;
-  NcclResult (*init)(NcclLogFn log);
-  NcclResult (*devices)(int* ndev);
-  NcclResult (*get_properties)(int dev, NcclPropsV7* props);
-  NcclResult (*listen)(int dev, void* handle, void** listen_comm);
-  NcclResult (*connect)(int dev, void* handle, void** send_comm, NcclNetDeviceHandle** dev_comm);
-  NcclResult (*accept)(void* listen_comm, void** recv_comm, NcclNetDeviceHandle** dev_comm);
-  NcclResult (*reg_mr)(void* comm, void* data, int size, int type, void** mhandle);
-  NcclResult (*reg_mr_dmabuf)(void* comm, void* data, size_t size, int type, uint64_t offset, int fd, void** mhandle);
+// The members every version shares, in their places.
+#define DCCL_NCCL_NET_DMABUF                                                                                    \
+  NcclResult (*reg_mr_dmabuf)(void* comm, void* data, size_t size, int type, uint64_t offset, int fd, void** mh); \
   NcclResult (*dereg_mr)(void* comm, void* mhandle);
-  NcclResult (*isend)(void* send_comm, void* data, int size, int tag, void* mhandle, void** request);
-  NcclResult (*irecv)(void* recv_comm, int n, void** data, int* sizes, int* tags, void** mhandles, void** request);
-  NcclResult (*iflush)(void* recv_comm, int n, void** data, int* sizes, void** mhandles, void** request);
-  NcclResult (*test)(void* request, int* done, int* sizes);
-  NcclResult (*close_send)(void* send_comm);
-  NcclResult (*close_recv)(void* recv_comm);
-  NcclResult (*close_listen)(void* listen_comm);
-  NcclResult (*get_device_mr)(void* comm, void* mhandle, void** dptr_mhandle);
+#define DCCL_NCCL_NET_TAIL                                                                              \
+  NcclResult (*iflush)(void* recv_comm, int n, void** data, int* sizes, void** mhandles, void** request); \
+  NcclResult (*test)(void* request, int* done, int* sizes);                                             \
+  NcclResult (*close_send)(void* send_comm);                                                            \
+  NcclResult (*close_recv)(void* recv_comm);                                                            \
+  NcclResult (*close_listen)(void* listen_comm);                                                        \
+  NcclResult (*get_device_mr)(void* comm, void* mhandle, void** dptr_mhandle);                          \
   NcclResult (*irecv_consumed)(void* recv_comm, int n, void* request);
-};
 
-struct NcclNetV8 {
+// v7 and v8 differ only in the properties' layout and regMr's size type.
+template <class Props, class RegSize>
+struct NcclNetV7Layout {
   const char* name;
   NcclResult (*init)(NcclLogFn log);
   NcclResult (*devices)(int* ndev);
-  NcclResult (*get_properties)(int dev, NcclPropsV8* props);
+  NcclResult (*get_properties)(int dev, Props* props);
   NcclResult (*listen)(int dev, void* handle, void** listen_comm);
   NcclResult (*connect)(int dev, void* handle, void** send_comm, NcclNetDeviceHandle** dev_comm);
   NcclResult (*accept)(void* listen_comm, void** recv_comm, NcclNetDeviceHandle** dev_comm);
-  NcclResult (*reg_mr)(void* comm, void* data, size_t size, int type, void** mhandle);
-  NcclResult (*reg_mr_dmabuf)(void* comm, void* data, size_t size, int type, uint64_t offset, int fd, void** mhandle);
-  NcclResult (*dereg_mr)(void* comm, void* mhandle);
+  NcclResult (*reg_mr)(void* comm, void* data, RegSize size, int type, void** mhandle);
+  DCCL_NCCL_NET_DMABUF
   NcclResult (*isend)(void* send_comm, void* data, int size, int tag, void* mhandle, void** request);
   NcclResult (*irecv)(void* recv_comm, int n, void** data, int* sizes, int* tags, void** mhandles, void** request);
-  NcclResult (*iflush)(void* recv_comm, int n, void** data, int* sizes, void** mhandles, void** request);
-  NcclResult (*test)(void* request, int* done, int* sizes);
-  NcclResult (*close_send)(void* send_comm);
-  NcclResult (*close_recv)(void* recv_comm);
-  NcclResult (*close_listen)(void* listen_comm);
-  NcclResult (*get_device_mr)(void* comm, void* mhandle, void** dptr_mhandle);
-  NcclResult (*irecv_consumed)(void* recv_comm, int n, void* request);
+  DCCL_NCCL_NET_TAIL
 };
+using NcclNetV7 = NcclNetV7Layout<NcclPropsV7, int>;
+using NcclNetV8 = NcclNetV7Layout<NcclPropsV8, size_t>;
 
 struct NcclNetV9 {
   const char* name;
@@ -159,17 +145,10 @@ struct NcclNetV9 {
   NcclResult (*connect)(int dev, void* handle, void** send_comm, NcclNetDeviceHandle** dev_comm);
   NcclResult (*accept)(void* listen_comm, void** recv_comm, NcclNetDeviceHandle** dev_comm);
   NcclResult (*reg_mr)(void* comm, void* data, size_t size, int type, void** mhandle);
-  NcclResult (*reg_mr_dmabuf)(void* comm, void* data, size_t size, int type, uint64_t offset, int fd, void** mhandle);
-  NcclResult (*dereg_mr)(void* comm, void* mhandle);
+  DCCL_NCCL_NET_DMABUF
   NcclResult (*isend)(void* send_comm, void* data, size_t size, int tag, void* mhandle, void** request);
   NcclResult (*irecv)(void* recv_comm, int n, void** data, size_t* sizes, int* tags, void** mhandles, void** request);
-  NcclResult (*iflush)(void* recv_comm, int n, void** data, int* sizes, void** mhandles, void** request);
-  NcclResult (*test)(void* request, int* done, int* sizes);
-  NcclResult (*close_send)(void* send_comm);
-  NcclResult (*close_recv)(void* recv_comm);
-  NcclResult (*close_listen)(void* listen_comm);
-  NcclResult (*get_device_mr)(void* comm, void* mhandle, void** dptr_mhandle);
-  NcclResult (*irecv_consumed)(void* recv_comm, int n, void* request);
+  DCCL_NCCL_NET_TAIL
   NcclResult (*make_vdevice)(int* dev, NcclVDeviceProps* props);
 };
 
@@ -182,19 +161,11 @@ struct NcclNetV10 {
   NcclResult (*connect)(int dev, NcclCommConfig* config, void* handle, void** send_comm, NcclNetDeviceHandle** dev_comm);
   NcclResult (*accept)(void* listen_comm, void** recv_comm, NcclNetDeviceHandle** dev_comm);
   NcclResult (*reg_mr)(void* comm, void* data, size_t size, int type, void** mhandle);
-  NcclResult (*reg_mr_dmabuf)(void* comm, void* data, size_t size, int type, uint64_t offset, int fd, void** mhandle);
-  NcclResult (*dereg_mr)(void* comm, void* mhandle);
+  DCCL_NCCL_NET_DMABUF
   NcclResult (*isend)(void* send_comm, void* data, size_t size, int tag, void* mhandle, void* phandle, void** request);
   NcclResult (*irecv)(void* recv_comm, int n, void** data, size_t* sizes, int* tags, void** mhandles, void** phandles,
                       void** request);
-  NcclResult (*iflush)(void* recv_comm, int n, void** data, int* sizes, void** mhandles, void** request);
-  NcclResult (*test)(void* request, int* done, int* sizes);
-  NcclResult (*close_send)(void* send_comm);
-  NcclResult (*close_recv)(void* recv_comm);
-  NcclResult (*close_listen)(void* listen_comm);
-  NcclResult (*get_device_mr)(void* comm, void* mhandle, void** dptr_mhandle);
-  NcclResult (*irecv_consumed)(void* recv_comm, int n, void* request);
+  DCCL_NCCL_NET_TAIL
   NcclResult (*make_vdevice)(int* dev, NcclVDeviceProps* props);
 };
 
-}  // extern "C"
