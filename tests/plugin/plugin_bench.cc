@@ -158,7 +158,7 @@ int main(int argc, char** argv) {
         if (only && std::string(only) != (plugin ? "plugin" : "transport")) continue;
         if (getenv("BENCH_TRACE")) fprintf(stderr, "rank %d: round %d %s %zu %s\n", rank(), round, r.what, r.n, plugin ? "plugin" : "transport");
         const double v = r.what[0] == 'l' ? pingpong(s, buf, r.n, 200)
-                                          : stream(s, buf, r.n, static_cast<int>(window), r.n >= big ? 8 : 64);
+                                          : stream(s, buf, r.n, static_cast<int>(window), r.n >= big ? 4 : 16);
         reqs.clear();
         if (round) (plugin ? r.p : r.t).push_back(v);
       }
