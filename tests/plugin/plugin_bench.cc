@@ -3,7 +3,9 @@
 // (net::Transport, two ranks, the options the plugin's device uses), on the same
 // path in the same two processes, rounds alternating. Not a test: a benchmark.
 //   dccl-run -n 2 plugin_bench PLUGIN.so sock|shm|tcp [ROUNDS]
-// Prints one line per size: medians over the rounds and the ratio plugin/transport.
+// Transports: one carrying both directions (as DirectCCL uses it), and one per
+// direction (as NCCL's send and recv comms are). Prints one line per size: medians
+// over the rounds and the ratios.
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -96,19 +98,27 @@ int main(int argc, char** argv) {
   to.ifnames = std::string(props.name).rfind("dccl-sock-", 0) == 0 ? std::string(props.name).substr(10)
                : kind == "tcp" ? std::string(props.name).substr(9) : "";
   net::set_provider_defaults(cfg.rxm_eager_bytes);
-  auto tr = net::Transport::create(to);
-  const std::string mine = tr->local_blob();
-  const uint32_t len = static_cast<uint32_t>(mine.size());
-  publish("blob-len." + std::to_string(rank()), &len, sizeof(len));
-  publish("blob." + std::to_string(rank()), mine.data(), mine.size());
-  uint32_t plen = 0;
-  fetch("blob-len." + std::to_string(peer), &plen, sizeof(plen));
-  std::string theirs(plen, '\0');
-  fetch("blob." + std::to_string(peer), theirs.data(), plen);
-  std::vector<std::string> blobs(2);
-  blobs[rank()] = mine;
-  blobs[peer] = theirs;
-  tr->connect(blobs);
+  // Three transports: one carrying both directions (DirectCCL's own use), and one
+  // per direction (as NCCL's comms are: a send comm and a recv comm per peer).
+  auto make = [&](const std::string& name) {
+    auto t = net::Transport::create(to);
+    const std::string mine = t->local_blob();
+    const uint32_t len = static_cast<uint32_t>(mine.size());
+    publish(name + "-len." + std::to_string(rank()), &len, sizeof(len));
+    publish(name + "." + std::to_string(rank()), mine.data(), mine.size());
+    uint32_t plen = 0;
+    fetch(name + "-len." + std::to_string(peer), &plen, sizeof(plen));
+    std::string theirs(plen, '\0');
+    fetch(name + "." + std::to_string(peer), theirs.data(), plen);
+    std::vector<std::string> blobs(2);
+    blobs[static_cast<size_t>(rank())] = mine;
+    blobs[static_cast<size_t>(peer)] = theirs;
+    t->connect(blobs);
+    return t;
+  };
+  auto tr = make("both");
+  auto up = make("up");      // rank 0 -> rank 1
+  auto down = make("down");  // rank 1 -> rank 0
 
   const size_t big = size_t{4} << 20, window = 8;
   std::vector<char> buf(big * window);
@@ -116,6 +126,8 @@ int main(int argc, char** argv) {
   OK(nccl->reg_mr(c.send, buf.data(), buf.size(), kNcclPtrHost, &smh));
   OK(nccl->reg_mr(c.recv, buf.data(), buf.size(), kNcclPtrHost, &rmh));
   net::MemRegion* mr = tr->register_memory(buf.data(), buf.size());
+  net::MemRegion* mr_up = up->register_memory(buf.data(), buf.size());
+  net::MemRegion* mr_down = down->register_memory(buf.data(), buf.size());
 
   Side plug{[&](bool send, void* p, size_t n) {
               void* r = nullptr;
@@ -128,39 +140,43 @@ int main(int argc, char** argv) {
             },
             [&](void* r) { wait_req(nccl, r); }};
   std::vector<std::unique_ptr<net::Request>> reqs;
-  Side raw{[&](bool send, void* p, size_t n) {
-             auto r = std::make_unique<net::Request>();
-             if (send) tr->isend(peer, p, n, 0, r.get(), mr);
-             else tr->irecv(peer, p, n, 0, r.get(), mr);
-             reqs.push_back(std::move(r));
-             return static_cast<void*>(reqs.back().get());
-           },
-           [&](void* r) {
-             auto* q = static_cast<net::Request*>(r);
-             while (!q->done.load(std::memory_order_acquire)) tr->progress();
-             CHECK(!q->failed, "transport request failed: %s", q->error.c_str());
-           }};
+  // A transport side: sends on `tx`, receives on `rx` (the same one, or one per direction).
+  auto raw_side = [&](net::Transport* tx, net::MemRegion* txmr, net::Transport* rx, net::MemRegion* rxmr) {
+    return Side{[&, tx, txmr, rx, rxmr](bool send, void* p, size_t n) {
+                  auto r = std::make_unique<net::Request>();
+                  if (send) tx->isend(peer, p, n, 0, r.get(), txmr);
+                  else rx->irecv(peer, p, n, 0, r.get(), rxmr);
+                  reqs.push_back(std::move(r));
+                  return static_cast<void*>(reqs.back().get());
+                },
+                [&, tx, rx](void* r) {
+                  auto* q = static_cast<net::Request*>(r);
+                  while (!q->done.load(std::memory_order_acquire)) (q->is_send ? tx : rx)->progress();
+                  CHECK(!q->failed, "transport request failed: %s", q->error.c_str());
+                }};
+  };
+  Side raw = raw_side(tr.get(), mr, tr.get(), mr);
+  Side raw2 = rank() == 0 ? raw_side(up.get(), mr_up, down.get(), mr_down) : raw_side(down.get(), mr_down, up.get(), mr_up);
 
   struct Row {
     const char* what;
     size_t n;
-    std::vector<double> p, t;
+    std::vector<double> p, t, t2;
   };
-  std::vector<Row> rows = {{"latency us", 8, {}, {}},          {"latency us", 4096, {}, {}},
-                           {"latency us", 65536, {}, {}},      {"bandwidth GB/s", 65536, {}, {}},
-                           {"bandwidth GB/s", 1 << 20, {}, {}}, {"bandwidth GB/s", big, {}, {}}};
+  std::vector<Row> rows = {{"latency us", 8, {}, {}, {}},          {"latency us", 4096, {}, {}, {}},
+                           {"latency us", 65536, {}, {}, {}},      {"bandwidth GB/s", 65536, {}, {}, {}},
+                           {"bandwidth GB/s", 1 << 20, {}, {}, {}}, {"bandwidth GB/s", big, {}, {}, {}}};
   for (int round = 0; round < rounds + 1; ++round) {  // round 0 warms up
     for (Row& r : rows) {
-      for (int which = 0; which < 2; ++which) {  // plugin first on even rounds, transport first on odd
-        const bool plugin = (which == 0) == (round % 2 == 0);
-        Side& s = plugin ? plug : raw;
-        const char* only = getenv("BENCH_ONLY");  // "plugin" or "transport": one side alone (debugging)
-        if (only && std::string(only) != (plugin ? "plugin" : "transport")) continue;
-        if (getenv("BENCH_TRACE")) fprintf(stderr, "rank %d: round %d %s %zu %s\n", rank(), round, r.what, r.n, plugin ? "plugin" : "transport");
+      for (int k = 0; k < 3; ++k) {  // the order rotates with the round
+        const int which = (k + round) % 3;  // 0 plugin, 1 transport, 2 transport per direction
+        Side& s = which == 0 ? plug : which == 1 ? raw : raw2;
+        const char* names[3] = {"plugin", "transport", "transport2"};
+        if (getenv("BENCH_TRACE")) fprintf(stderr, "rank %d: round %d %s %zu %s\n", rank(), round, r.what, r.n, names[which]);
         const double v = r.what[0] == 'l' ? pingpong(s, buf, r.n, 200)
                                           : stream(s, buf, r.n, static_cast<int>(window), r.n >= big ? 4 : 16);
         reqs.clear();
-        if (round) (plugin ? r.p : r.t).push_back(v);
+        if (round) (which == 0 ? r.p : which == 1 ? r.t : r.t2).push_back(v);
       }
     }
   }
@@ -168,13 +184,16 @@ int main(int argc, char** argv) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
   };
-  if (rank() == 1 && !getenv("BENCH_ONLY"))
+  if (rank() == 1)
     for (Row& r : rows)
-      printf("%s %-15s %8zu B: plugin %9.2f  transport %9.2f  plugin/transport %.3f  (medians of %d rounds)\n",
-             props.name, r.what, r.n, med(r.p), med(r.t), med(r.p) / med(r.t), rounds);
+      printf("%s %-15s %8zu B: plugin %9.2f  transport %9.2f  per-direction %9.2f  plugin/transport %.3f  "
+             "plugin/per-direction %.3f  (medians of %d rounds)\n",
+             props.name, r.what, r.n, med(r.p), med(r.t), med(r.t2), med(r.p) / med(r.t), med(r.p) / med(r.t2), rounds);
   OK(nccl->dereg_mr(c.send, smh));
   OK(nccl->dereg_mr(c.recv, rmh));
   if (mr) tr->deregister_memory(mr);
+  if (mr_up) up->deregister_memory(mr_up);
+  if (mr_down) down->deregister_memory(mr_down);
   close_pair(nccl, c);
   cleanup();
   return 0;
