@@ -128,6 +128,7 @@ struct Op {
   net::Request req;
   bool active = false;  // posted, completion not yet seen
   bool flush = false;   // a receive into CUDA memory
+  bool live = false;    // handed out (not in the spare list)
   std::chrono::steady_clock::time_point posted;
 };
 
@@ -159,7 +160,8 @@ struct Link::Impl {
   std::unique_ptr<mem::DirectPath> direct;
   std::string device_why;  // "" until device memory was checked; "ok" when viable
   std::set<Region*> regions;
-  std::set<Op*> ops;
+  std::vector<std::unique_ptr<Op>> all_ops;  // every op made; live ones are handed out
+  std::vector<Op*> spare_ops;
   bool failed = false;
 
   int peer() const { return 1 - rank; }
@@ -197,15 +199,29 @@ struct Link::Impl {
     } else if (n && mem::backend_of(p).kind() != mem::Kind::Host) {
       core::raise(dcclInvalidArgument, "NET/dccl " + what + ": device memory without a registration");
     }
-    auto op = std::make_unique<Op>();
+    Op* op = nullptr;
+    if (spare_ops.empty()) {
+      all_ops.push_back(std::make_unique<Op>());
+      op = all_ops.back().get();
+    } else {
+      op = spare_ops.back();
+      spare_ops.pop_back();
+    }
+    op->live = true;
+    op->active = false;
     op->posted = std::chrono::steady_clock::now();
     op->req.up_to = !send;
     op->flush = !send && r && r->cuda;
-    if (send) net->isend(peer(), at, n, tag, &op->req, mr);
-    else net->irecv(peer(), at, n, tag, &op->req, mr);
+    try {
+      if (send) net->isend(peer(), at, n, tag, &op->req, mr);
+      else net->irecv(peer(), at, n, tag, &op->req, mr);
+    } catch (...) {
+      op->live = false;
+      spare_ops.push_back(op);
+      throw;
+    }
     op->active = true;
-    ops.insert(op.get());
-    return op.release();
+    return op;
   }
 
   ~Impl() {
@@ -213,7 +229,8 @@ struct Link::Impl {
       std::lock_guard<std::mutex> lk(g_links_mu);
       g_links.erase(net.get());
     }
-    for (Op* op : std::set<Op*>(ops)) drop(op);
+    for (auto& op : all_ops)
+      if (op->live) drop(op.get());
     for (Region* r : regions) delete r;
     regions.clear();
     if (failed && net) {
@@ -229,8 +246,9 @@ struct Link::Impl {
       failed = true;
       net->cancel_all();  // the transport never touches the request again
     }
-    ops.erase(op);
-    delete op;
+    op->live = false;
+    op->active = false;
+    spare_ops.push_back(op);
   }
 };
 
@@ -375,7 +393,7 @@ bool Link::test(Op* op, size_t* bytes) {
 }
 
 void Link::free_op(Op* op) {
-  if (impl_->ops.count(op)) impl_->drop(op);
+  if (op && op->live) impl_->drop(op);
 }
 
 void Link::cancel() {

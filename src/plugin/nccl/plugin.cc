@@ -53,8 +53,28 @@ struct Comm {
   bool sending = false;
   int dev = 0;
   std::unique_ptr<Link> link;
-  std::set<Req*> reqs;
+  std::set<Req*> reqs;      // outstanding
+  std::vector<Req*> spare;  // finished, for reuse (at most kNcclMaxRequests)
+  ~Comm() {
+    for (Req* r : spare) delete r;
+  }
 };
+
+Req* new_req(Comm* c) {
+  Req* r = nullptr;
+  if (c->spare.empty()) {
+    r = new Req;
+  } else {
+    r = c->spare.back();
+    c->spare.pop_back();
+  }
+  r->magic = kReqMagic;
+  r->comm = c;
+  r->n = 0;
+  r->failed = false;
+  c->reqs.insert(r);
+  return r;
+}
 
 struct ListenComm {
   uint32_t magic = kCommMagic + 1;
@@ -166,9 +186,10 @@ Comm* finish(Setup*& s, bool sending) {
 
 void free_req(Req* r) {
   for (int i = 0; i < r->n; ++i) r->comm->link->free_op(r->ops[i]);
+  r->n = 0;
   r->comm->reqs.erase(r);
-  r->magic = 0;
-  delete r;
+  r->magic = 0;  // a stale pointer is refused until the object is handed out again
+  r->comm->spare.push_back(r);
 }
 
 NcclResult close_comm(void* p, const char* op) {
@@ -313,12 +334,15 @@ NcclResult isend(void* send_comm, void* data, size_t size, int tag, void* mhandl
     *request = nullptr;
     if (!c->sending) bad("isend", "a receive comm");
     if (c->reqs.size() >= kNcclMaxRequests) return;  // NCCL calls again later
-    auto r = std::make_unique<Req>();
-    r->comm = c;
-    r->ops[0] = c->link->send(data, size, static_cast<uint32_t>(tag), static_cast<Region*>(mhandle));
-    r->n = 1;
-    c->reqs.insert(r.get());
-    *request = r.release();
+    Req* r = new_req(c);
+    try {
+      r->ops[0] = c->link->send(data, size, static_cast<uint32_t>(tag), static_cast<Region*>(mhandle));
+      r->n = 1;
+    } catch (...) {
+      free_req(r);
+      throw;
+    }
+    *request = r;
   });
 }
 
@@ -332,9 +356,7 @@ NcclResult irecv(void* recv_comm, int n, void** data, const size_t* sizes, const
     if (n < 1 || n > kMaxRecvs) bad("irecv", std::to_string(n) + " receives (1 to " + std::to_string(kMaxRecvs) + ")");
     if (!data || !sizes || !tags) bad("irecv", "data, sizes or tags is null");
     if (c->reqs.size() >= kNcclMaxRequests) return;
-    auto r = std::make_unique<Req>();
-    r->comm = c;
-    c->reqs.insert(r.get());
+    Req* r = new_req(c);
     try {
       for (int i = 0; i < n; ++i) {
         r->ops[i] = c->link->recv(data[i], sizes[i], static_cast<uint32_t>(tags[i]),
@@ -342,10 +364,10 @@ NcclResult irecv(void* recv_comm, int n, void** data, const size_t* sizes, const
         r->n = i + 1;
       }
     } catch (...) {
-      free_req(r.release());
+      free_req(r);
       throw;
     }
-    *request = r.release();
+    *request = r;
   });
 }
 
