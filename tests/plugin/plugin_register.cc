@@ -14,7 +14,6 @@
 
 #include "harness.hpp"
 #include "mem/backend.hpp"
-#include "mem/sim.hpp"
 
 using namespace harness;
 namespace mem = dccl::mem;
@@ -42,8 +41,8 @@ int main(int argc, char** argv) {
   }
   CHECK(dev >= 0, "no fabric device (shm or tcp) to register device memory on");
   // ptrSupport speaks of CUDA memory; the sim backend's dma-buf (a memfd) is
-  // importable wherever its export is enabled (DCCL_SIM_DMABUF).
-  if (kind == "sim") advertised = mem::sim_dmabuf_enabled();
+  // importable wherever the backend exports it (DCCL_SIM_DMABUF), decided below.
+  const bool sim = kind == "sim";
   mem::Backend* be = kind == "cuda" ? mem::cuda_backend() : &mem::sim_backend();
   CHECK(be, "no CUDA backend here: %s", mem::cuda_unavailable_reason().c_str());
 
@@ -74,6 +73,7 @@ int main(int argc, char** argv) {
   }
   void *smh = nullptr, *rmh = nullptr;
   const bool exported = export_error.empty();
+  if (sim) advertised = exported;
   const bool ok = exported && net->reg_mr_dmabuf(sc, src, n, kNcclPtrCuda, sx.offset, sx.fd, &smh) == kNcclSuccess &&
                   net->reg_mr_dmabuf(rc, dst, n, kNcclPtrCuda, rx.offset, rx.fd, &rmh) == kNcclSuccess;
   const std::string why = exported ? last_warning() : "the backend's dma-buf export failed: " + export_error;
