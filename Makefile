@@ -13,7 +13,7 @@ endif
 SAN_FLAGS = -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDCCL_CUDA=OFF -DDCCL_FUZZ=OFF $(CMAKE_FLAGS)
 # SAN_TESTS: a ctest -R regex to run a subset; CI uses SAN_CI.
 SAN_TESTS ?= .
-SAN_CI = unit\.|integration\.|mp\.small\.shm\.n3|mp\.small\.tcp\.n2|mp\.sim\.pd[01]\.shm\.n3|mp\.paths\.shm\.n2|faults\.(mismatch|abort|secret)
+SAN_CI = unit\.|integration\.|plugin\.|mp\.small\.shm\.n3|mp\.small\.tcp\.n2|mp\.sim\.pd[01]\.shm\.n3|mp\.paths\.shm\.n2|faults\.(mismatch|abort|secret)
 export ASAN_OPTIONS ?= detect_leaks=1:abort_on_error=1
 export LSAN_OPTIONS ?= suppressions=$(CURDIR)/tests/lsan.supp
 export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1

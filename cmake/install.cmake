@@ -6,6 +6,8 @@
 include(CMakePackageConfigHelpers)
 
 install(TARGETS dccl EXPORT DirectCCLTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+# NCCL's network plugin (NCCL_NET_PLUGIN=dccl finds it on the library path).
+install(TARGETS nccl-net-dccl LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/dccl DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
 set(dccl_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/DirectCCL)

@@ -15,6 +15,8 @@
 # to dccl_objects and its kernels to both libraries (DCCL_LIBRARIES lists them).
 file(GLOB_RECURSE DCCL_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/*.cc)
 list(FILTER DCCL_SOURCES EXCLUDE REGEX "/src/mem/cuda/toolkit/")
+# The NCCL network plugin is a library of its own (cmake/nccl_plugin.cmake).
+list(FILTER DCCL_SOURCES EXCLUDE REGEX "/src/plugin/")
 
 add_library(dccl_objects OBJECT ${DCCL_SOURCES})
 target_include_directories(dccl_objects PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)

@@ -15,20 +15,6 @@ namespace dccl::mem {
 
 namespace {
 
-// One mapped and registered dma-buf range; the deleter undoes both.
-struct Mapping {
-  void* addr = nullptr;      // where device address dev_base is seen
-  const char* dev_base = nullptr;
-  void* map = nullptr;       // the page-aligned mapping itself
-  size_t len = 0;
-  net::MemRegion* mr = nullptr;
-  net::Transport* net = nullptr;
-  ~Mapping() {
-    if (mr) net->deregister_memory(mr);
-    if (map) munmap(map, len);
-  }
-};
-
 char g_zero[8];
 
 // A transfer's hold on its registration, and for a receive into device memory the
@@ -39,6 +25,43 @@ struct InFlight {
 };
 
 }  // namespace
+
+DmaBufRegistration::~DmaBufRegistration() {
+  if (mr) net->deregister_memory(mr);
+  if (map) munmap(map, len);
+}
+
+std::shared_ptr<DmaBufRegistration> register_dmabuf_range(net::Transport& net, int rank, Kind kind, int device,
+                                                          const DmaBuf& d, void* base, size_t size,
+                                                          const RegRange& range) {
+  auto m = std::make_shared<DmaBufRegistration>();
+  m->dev_base = static_cast<const char*>(base);
+  m->net = &net;
+  if (kind == Kind::Cuda) {
+    m->addr = base;  // the transport is given device addresses
+    // fi_mr_dmabuf: the region's address is base_addr + offset, base_addr being
+    // where the dma-buf's first byte is seen, so pass base less its offset.
+    void* fd_start = static_cast<char*>(base) - d.offset;
+    m->mr = net.register_dmabuf(d.fd, d.offset, size, fd_start, FI_HMEM_CUDA, device);
+    if (!m->mr)
+      core::raise(dcclUnavailable, core::describe(rank, "peer-direct", "the transport cannot register dma-bufs"));
+    return m;
+  }
+  // Map the dma-buf (whole pages, as a NIC would) and register the mapping.
+  const uint64_t lead = reinterpret_cast<uintptr_t>(base) - range.start;  // base's offset in its page
+  if (d.offset < lead)
+    core::raise(dcclInternalError, core::describe(rank, "peer-direct", "dma-buf offset is not page-consistent"));
+  m->len = range.len();
+  void* a = mmap(nullptr, m->len, PROT_READ | PROT_WRITE, MAP_SHARED, d.fd, static_cast<off_t>(d.offset - lead));
+  if (a == MAP_FAILED)
+    core::raise(dcclSystemError, core::describe(rank, "peer-direct", std::string("mapping the dma-buf failed: ") +
+                                                                        strerror(errno)));
+  m->map = a;
+  m->addr = static_cast<char*>(a) + lead;
+  m->mr = net.register_memory(a, m->len);
+  DCCL_TRACE("peer-direct: registered %s range of %zu bytes (dma-buf fd %d)", kind_name(kind), m->len, d.fd);
+  return m;
+}
 
 DirectPath::DirectPath(net::Transport& net, int rank, size_t cache_bytes, PathCounters counters)
     : net_(net), rank_(rank), ctr_(counters), cache_(cache_bytes) {
@@ -58,36 +81,7 @@ RegCache::Ref DirectPath::acquire(const void* p, size_t bytes) {
   // Export the allocation, map the dma-buf (whole pages, as a NIC would) and register it.
   // Real devices: the NIC reaches the memory itself through FI_MR_DMABUF.
   auto reg = [&](const RegRange& range) -> RegCache::Handle {
-    DmaBuf d = be.export_dmabuf(base, size);
-    if (be.kind() == Kind::Cuda) {
-      auto m = std::make_shared<Mapping>();
-      m->addr = base;  // the transport is given device addresses
-      m->dev_base = static_cast<const char*>(base);
-      m->net = &net_;
-      // fi_mr_dmabuf: the region's address is base_addr + offset, base_addr being
-      // where the dma-buf's first byte is seen, so pass base less its offset.
-      void* fd_start = static_cast<char*>(base) - d.offset;
-      m->mr = net_.register_dmabuf(d.fd, d.offset, size, fd_start, FI_HMEM_CUDA, be.device());
-      if (!m->mr)
-        core::raise(dcclUnavailable, core::describe(rank_, "peer-direct", "the transport cannot register dma-bufs"));
-      return m;
-    }
-    const uint64_t lead = reinterpret_cast<uintptr_t>(base) - range.start;  // base's offset in its page
-    if (d.offset < lead)
-      core::raise(dcclInternalError, core::describe(rank_, "peer-direct", "dma-buf offset is not page-consistent"));
-    auto m = std::make_shared<Mapping>();
-    m->len = range.len();
-    void* a = mmap(nullptr, m->len, PROT_READ | PROT_WRITE, MAP_SHARED, d.fd, static_cast<off_t>(d.offset - lead));
-    if (a == MAP_FAILED)
-      core::raise(dcclSystemError, core::describe(rank_, "peer-direct", std::string("mapping the dma-buf failed: ") +
-                                                                             strerror(errno)));
-    m->map = a;
-    m->addr = static_cast<char*>(a) + lead;
-    m->dev_base = static_cast<const char*>(base);
-    m->net = &net_;
-    m->mr = net_.register_memory(a, m->len);
-    DCCL_TRACE("peer-direct: registered %s range of %zu bytes (dma-buf fd %d)", be.name(), m->len, d.fd);
-    return m;
+    return register_dmabuf_range(net_, rank_, be.kind(), be.device(), be.export_dmabuf(base, size), base, size, range);
   };
   // Keyed by the allocation's id too: memory freed and allocated again at the same
   // address behind DirectCCL's back (cudaFree + cudaMalloc) must not hit.
@@ -106,9 +100,9 @@ void* DirectPath::reach(const void* p, size_t bytes, Xfer& x, net::MemRegion** m
   // The reference keeps the mapping alive until the transfer completes.
   auto* st = new InFlight{acquire(p, bytes), nullptr};
   x.path_state = st;
-  auto* m = static_cast<Mapping*>(st->ref.handle().get());
+  auto* m = static_cast<DmaBufRegistration*>(st->ref.handle().get());
   *mr = m->mr;
-  return static_cast<char*>(m->addr) + (static_cast<const char*>(p) - m->dev_base);
+  return m->at(p);
 }
 
 void DirectPath::post_send(int peer, const void* p, size_t bytes, uint64_t tag, Xfer& x) {

@@ -12,6 +12,28 @@
 
 namespace dccl::mem {
 
+// One dma-buf range registered with the transport: mapped by the CPU and
+// registered as host memory (sim: its memfd, as a NIC maps a dma-buf), or handed
+// to the provider (CUDA: FI_MR_DMABUF). Destruction deregisters and unmaps.
+struct DmaBufRegistration {
+  void* addr = nullptr;  // where dev_base is seen by the transport
+  const char* dev_base = nullptr;
+  void* map = nullptr;  // the page-aligned mapping itself (sim)
+  size_t len = 0;
+  net::MemRegion* mr = nullptr;
+  net::Transport* net = nullptr;
+  ~DmaBufRegistration();
+  // The transport-visible address of device pointer p inside the range.
+  void* at(const void* p) const { return static_cast<char*>(addr) + (static_cast<const char*>(p) - dev_base); }
+};
+
+// Registers the allocation [base, base+size) of memory `kind`, exported as `d`
+// (`range`: its page-aligned extent, as the registration cache keys it).
+// Throws core::Error naming `rank`.
+std::shared_ptr<DmaBufRegistration> register_dmabuf_range(net::Transport& net, int rank, Kind kind, int device,
+                                                          const DmaBuf& d, void* base, size_t size,
+                                                          const RegRange& range);
+
 struct PathCounters {
   std::atomic<uint64_t>* sent_direct = nullptr;
   std::atomic<uint64_t>* recv_direct = nullptr;

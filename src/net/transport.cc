@@ -93,6 +93,12 @@ void LinkTransport::post(bool send, int peer, void* buf, size_t len, uint64_t ta
   } else if (rt.small && len <= rt.small_max && !device) {
     link = rt.small;
   }
+  // A receive of up to len bytes cannot know which link or cut a shorter message took.
+  if (!send && req->up_to && !rt.host_only && (rt.small || rt.large))
+    core::raise(dcclInvalidUsage,
+                core::describe(opts_.rank, op,
+                               "a receive of up to " + std::to_string(len) + " bytes from rank " + std::to_string(peer) +
+                                   ", whose messages take the socket path or stripes by size"));
   req->link = link;
   link->post(send, buf, len, tag, req, mr);
 }

@@ -48,6 +48,11 @@ struct Request {
   size_t len = 0;  // as posted
   bool is_send = false;
   Link* link = nullptr;  // internal: the link it was posted to (net/link.hpp)
+  // Set by the caller before posting a receive (reset() keeps it): the receive takes a
+  // message of at most len bytes, `bytes` telling how many came (NCCL's receive
+  // semantics). One message part: len must not exceed the part size, and the
+  // receive is never striped.
+  bool up_to = false;
   std::atomic<int> pending_parts{0};  // internal: messages still in flight
   std::atomic<bool> fail_claimed{false};  // internal: the first failure writes `error`
   void reset() {

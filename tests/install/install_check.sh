@@ -45,6 +45,13 @@ for f in dcclGetVersion dcclCommInitFromEnv dcclAllReduce dcclGroupEnd dcclMemAl
   grep -qx "$f" "$T/exports" || fail "libdccl.so does not export $f"
 done
 
+# The NCCL network plugin, beside the library: NCCL's tables and nothing else.
+check "libnccl-net-dccl.so installed" test -f "$L/libnccl-net-dccl.so"
+nm -D --defined-only "$L/libnccl-net-dccl.so" | awk '{print $3}' | sort > "$T/plugin"
+printf 'ncclNetPlugin_v10\nncclNetPlugin_v7\nncclNetPlugin_v8\nncclNetPlugin_v9\n' > "$T/plugin.want"
+if cmp -s "$T/plugin" "$T/plugin.want"; then ok "libnccl-net-dccl.so exports ncclNetPlugin_v7..v10 only"
+else fail "libnccl-net-dccl.so exports:"; show "$T/plugin"; fi
+
 # ---- what else is installed ----
 for f in include/dccl/dccl.h include/dccl/dccl.hpp; do check "$f installed" test -f "$P/$f"; done
 check "DirectCCLConfig.cmake and ConfigVersion installed" \

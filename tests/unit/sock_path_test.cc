@@ -240,5 +240,47 @@ TEST(SockPath, ConnectEndsByTheCallersDeadline) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
 }
 
+// Request::up_to (NCCL's receive semantics): a receive takes a message of at most
+// its length and reports the length that came; messages arrive before and after
+// their receives. On the socket path and on the fabric (shm), in order.
+void up_to_exchange(const std::string& prov) {
+  run_ranks(2, opts(prov), [](Ctx& c) {
+    const std::vector<size_t> lens = {0, 8, 5000, 70000, 8, 70000};
+    const size_t cap = 100000;
+    if (c.rank == 0) {
+      std::vector<std::vector<uint8_t>> out(lens.size());
+      std::vector<Request> rs(lens.size());
+      std::vector<Request*> all;
+      for (size_t k = 0; k < lens.size(); ++k) {
+        out[k].resize(lens[k]);
+        fill(out[k], 0, static_cast<int>(k));
+        c.t->isend(1, out[k].data(), lens[k], 5, &rs[k]);
+        all.push_back(&rs[k]);
+        if (k == 2) c.barrier("half");  // the rest after the receives are posted
+      }
+      c.t->wait(all.data(), all.size(), "sends");
+      return;
+    }
+    c.barrier("half");
+    std::vector<std::vector<uint8_t>> in(lens.size());
+    std::vector<Request> rr(lens.size());
+    std::vector<Request*> all;
+    for (size_t k = 0; k < lens.size(); ++k) {
+      in[k].assign(cap, 0xee);
+      rr[k].up_to = true;
+      c.t->irecv(0, in[k].data(), cap, 5, &rr[k]);
+      all.push_back(&rr[k]);
+    }
+    c.t->wait(all.data(), all.size(), "receives");
+    for (size_t k = 0; k < lens.size(); ++k) {
+      CHILD_CHECK(rr[k].bytes == lens[k] && !rr[k].failed);
+      CHILD_CHECK(verify(in[k], lens[k], 0, static_cast<int>(k)) && in[k][lens[k]] == 0xee);
+    }
+  });
+}
+
+TEST(SockPath, ReceiveUpToItsLength) { up_to_exchange("tcpsock"); }
+TEST(SockPath, ReceiveUpToItsLengthOnTheFabric) { up_to_exchange("shm"); }
+
 }  // namespace
 }  // namespace dccl::net

@@ -197,6 +197,11 @@ int Endpoint::submit_locked(MsgOp* op, const char** call) {
 void Endpoint::post(bool send, fi_addr_t addr, void* buf, size_t len, uint64_t tag, void* desc,
                     Request* req) {
   const size_t parts = len == 0 ? 1 : 1 + (len - 1) / max_part_;  // no overflow at SIZE_MAX
+  if (!send && req->up_to && parts > 1)
+    core::raise(dcclInvalidArgument,
+                core::describe(rank_, "irecv from rank " + std::to_string(req->peer),
+                               "a receive of up to " + std::to_string(len) + " bytes exceeds the part size " +
+                                   std::to_string(max_part_) + " of " + label()));
   std::lock_guard<std::mutex> lk(mu_);
   // Set before the first post: early parts may complete while later ones are posted.
   req->pending_parts.store(static_cast<int>(parts), std::memory_order_release);
@@ -263,8 +268,10 @@ int Endpoint::try_post_locked(MsgOp* op, const char** call) {
   }
   *call = op->send ? "fi_tsend" : "fi_trecv";
   const uint64_t tag = op->tag | length_mark(op->len);  // see kLengthMarkBits
+  // A receive of up to len bytes matches any length: the length mark is ignored.
+  const uint64_t ignore = !op->send && op->req && op->req->up_to ? kLengthMarkBits : 0;
   ssize_t rc = op->send ? fi_tsend(ep_.get(), op->buf, op->len, d, op->addr, tag, &op->ctx)
-                        : fi_trecv(ep_.get(), op->buf, op->len, d, op->addr, tag, 0, &op->ctx);
+                        : fi_trecv(ep_.get(), op->buf, op->len, d, op->addr, tag, ignore, &op->ctx);
   if (rc == -FI_ENOMEM && posted > 0) rc = -FI_EAGAIN;  // a full queue, by another name
   if (rc != 0) return static_cast<int>(rc);
   ++posted;
@@ -296,7 +303,10 @@ void Endpoint::flush_backlog_locked(std::deque<MsgOp*>& q) {
 
 void Endpoint::complete_locked(MsgOp* op, size_t len, int err, const std::string& text_in) {
   std::string text = text_in;
-  if (!err && !op->send && !op->peek && len != op->len) {  // parts are cut alike at both ends: a short part is a mismatch
+  // Parts are cut alike at both ends: a short part is a mismatch, unless the
+  // receive takes up to its length (Request::up_to).
+  const bool short_ok = op->req && op->req->up_to && len < op->len;
+  if (!err && !op->send && !op->peek && len != op->len && !short_ok) {
     err = FI_ETRUNC;
     text = "count mismatch: the sender's message part was " + std::to_string(len) + " bytes where this rank expects " +
            std::to_string(op->len) + " (" + label() + ")";

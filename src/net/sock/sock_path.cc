@@ -29,6 +29,12 @@ void put_header(char* h, uint64_t tag, uint64_t len) {
   memcpy(h + 8, &len, 8);
 }
 
+// Whether a message of msg_len bytes may complete a receive posted for posted_len:
+// the same length, or at most it when the receive takes up to its length.
+bool fits(const Request* req, size_t posted_len, size_t msg_len) {
+  return msg_len == posted_len || (req->up_to && msg_len < posted_len);
+}
+
 void complete(Request* req, size_t bytes) {
   req->bytes.store(bytes, std::memory_order_relaxed);
   req->parts_done();
@@ -70,7 +76,7 @@ void SockPath::post(bool send, int peer, void* buf, size_t len, uint64_t tag, Re
   char* dst = static_cast<char*>(buf);
   // An unexpected message with this tag and length, complete or still arriving?
   for (auto it = c->unexpected.begin(); it != c->unexpected.end(); ++it) {
-    if (it->tag != tag || it->len != len) continue;
+    if (it->tag != tag || !fits(req, len, it->len)) continue;
     if (!it->complete) {
       // Still arriving (only the message being read can be): what came so far moves
       // to the receive's buffer and the rest is read straight into it.
@@ -82,9 +88,10 @@ void SockPath::post(bool send, int peer, void* buf, size_t len, uint64_t tag, Re
       drop_unexpected_locked(*c, it);
       return;
     }
-    if (len) memcpy(dst, it->data.p.get(), len);
+    const size_t got = it->len;
+    if (got) memcpy(dst, it->data.p.get(), got);
     drop_unexpected_locked(*c, it);
-    return complete(req, len);
+    return complete(req, got);
   }
   if (c->held) return release_held_locked(*c, req, dst, tag, len);
   c->posted.push_back(Posted{req, dst, len, tag});
@@ -92,7 +99,7 @@ void SockPath::post(bool send, int peer, void* buf, size_t len, uint64_t tag, Re
 
 void SockPath::send_self_locked(Conn& c, const char* buf, size_t len, uint64_t tag, Request* req) {
   for (auto it = c.posted.begin(); it != c.posted.end(); ++it) {
-    if (it->tag != tag || it->len != len) continue;
+    if (it->tag != tag || !fits(it->req, it->len, len)) continue;
     if (len) memcpy(it->buf, buf, len);
     Request* r = it->req;
     c.posted.erase(it);
@@ -114,7 +121,7 @@ void SockPath::send_self_locked(Conn& c, const char* buf, size_t len, uint64_t t
 // queued behind it; then reading resumes, starting with what was read already.
 void SockPath::release_held_locked(Conn& c, Request* req, char* dst, uint64_t tag, size_t len) {
   c.held = false;
-  if (c.tag == tag && c.len == len) {
+  if (c.tag == tag && fits(req, len, c.len)) {
     c.req = req;
     c.dst = dst;
     c.in_payload = true;
@@ -301,7 +308,7 @@ void SockPath::begin_message_locked(Conn& c) {
   c.req = nullptr;
   c.ux = nullptr;
   for (auto it = c.posted.begin(); it != c.posted.end(); ++it) {
-    if (it->tag != tag || it->len != len) continue;
+    if (it->tag != tag || !fits(it->req, it->len, c.len)) continue;
     c.in_payload = true;
     c.req = it->req;
     c.dst = it->buf;

@@ -1,0 +1,327 @@
+// libnccl-net-dccl.so driven as NCCL drives it, by two ranks (dccl-run -np 2):
+//   plugin_check PLUGIN.so SCENARIO DEVICE_KIND
+// SCENARIO: suite (every check below on one connection) or peer-death.
+// DEVICE_KIND: sock, shm or tcp (the first device of that kind; with "all-sock",
+// every socket device, one per rail, in turn).
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "harness.hpp"
+#include "mem/backend.hpp"
+
+using namespace harness;
+namespace mem = dccl::mem;
+
+namespace {
+
+NcclNetV10* net = nullptr;
+int peer = 0;
+
+struct Reg {
+  void* comm;
+  void* mh = nullptr;
+  Reg(void* c, void* p, size_t n) : comm(c) { OK(net->reg_mr(c, p, n, kNcclPtrHost, &mh)); }
+  ~Reg() { OK(net->dereg_mr(comm, mh)); }
+};
+
+void* post_send(void* comm, void* p, size_t n, int tag, void* mh) {
+  void* req = nullptr;
+  while (!req) OK(net->isend(comm, p, n, tag, mh, nullptr, &req));
+  return req;
+}
+
+void* post_recv(void* comm, int k, void** p, size_t* n, int* tags, void** mh) {
+  void* req = nullptr;
+  while (!req) OK(net->irecv(comm, k, p, n, tags, mh, nullptr, &req));
+  return req;
+}
+
+// Both directions, sizes 0 .. 4 MiB, data checked.
+void pingpong(Pair& c) {
+  const size_t sizes[] = {0, 1, 8, 4096, 65536, 1 << 20, 4 << 20};
+  std::vector<char> sbuf(4 << 20), rbuf(4 << 20);
+  Reg rs(c.send, sbuf.data(), sbuf.size()), rr(c.recv, rbuf.data(), rbuf.size());
+  for (size_t n : sizes) {
+    fill(sbuf.data(), n, static_cast<uint32_t>(n + rank()));
+    void* rp = rbuf.data();
+    int tag = 7;
+    for (int turn = 0; turn < 2; ++turn) {
+      if (turn == rank()) {
+        wait_req(net, post_send(c.send, sbuf.data(), n, 7, rs.mh));
+      } else {
+        int got = -1;
+        wait_req(net, post_recv(c.recv, 1, &rp, &n, &tag, &rr.mh), &got);
+        CHECK(got == static_cast<int>(n), "ping-pong %zu bytes: received %d", n, got);
+        CHECK(check(rbuf.data(), n, static_cast<uint32_t>(n + peer)), "ping-pong %zu bytes: data differ", n);
+      }
+    }
+  }
+}
+
+// 32 sends each way in flight at once, tested in reverse and interleaved order.
+void out_of_order(Pair& c) {
+  constexpr int kN = kNcclMaxRequests;
+  std::vector<std::vector<char>> s(kN), r(kN);
+  std::vector<void*> sreq(kN), rreq(kN);
+  for (int i = 0; i < kN; ++i) {
+    s[i].resize(1000 + 3000 * i);
+    r[i].resize(s[i].size());
+    fill(s[i].data(), s[i].size(), 100 + i + 1000 * rank());
+  }
+  for (int i = 0; i < kN; ++i) {
+    void* p = r[i].data();
+    size_t n = r[i].size();
+    int tag = i;
+    rreq[i] = post_recv(c.recv, 1, &p, &n, &tag, nullptr);
+  }
+  for (int i = 0; i < kN; ++i) sreq[i] = post_send(c.send, s[i].data(), s[i].size(), i, nullptr);
+  // A 33rd request on a full comm is refused for now (NULL request), not an error.
+  void* extra = &extra;
+  OK(net->isend(c.send, s[0].data(), 1, 0, nullptr, nullptr, &extra));
+  CHECK(extra == nullptr, "a 33rd outstanding isend was accepted");
+  std::vector<bool> done(kN, false);
+  int left = 2 * kN;
+  while (left) {
+    for (int i = kN - 1; i >= 0; --i) {  // reverse order: later requests often complete first here
+      int d = 0, got = -1;
+      if (rreq[i]) {
+        OK(net->test(rreq[i], &d, &got));
+        if (d) {
+          CHECK(got == static_cast<int>(r[i].size()), "out of order: recv %d got %d bytes", i, got);
+          CHECK(check(r[i].data(), r[i].size(), 100 + i + 1000 * peer), "out of order: recv %d data differ", i);
+          rreq[i] = nullptr;
+          --left;
+        }
+      }
+      if (sreq[i]) {
+        OK(net->test(sreq[i], &d, nullptr));
+        if (d) sreq[i] = nullptr, --left;
+      }
+    }
+  }
+}
+
+// One grouped receive of four tags; the sender sends them in another order, each
+// shorter than its receive: every size is reported per receive.
+void grouped(Pair& c) {
+  std::vector<char> s(4096 * 4), r(8192 * 4, 0);
+  fill(s.data(), s.size(), 7 + rank());
+  const int order[4] = {3, 1, 0, 2};
+  void* data[4];
+  size_t sizes[4];
+  int tags[4];
+  for (int i = 0; i < 4; ++i) {
+    data[i] = r.data() + 8192 * i;
+    sizes[i] = 8192;
+    tags[i] = 40 + i;
+  }
+  void* rq = post_recv(c.recv, 4, data, sizes, tags, nullptr);
+  std::vector<void*> sq;
+  for (int k : order) sq.push_back(post_send(c.send, s.data() + 4096 * k, 100 * (k + 1), 40 + k, nullptr));
+  int got[4] = {-1, -1, -1, -1};
+  wait_req(net, rq, got);
+  for (void* q : sq) wait_req(net, q);
+  std::vector<char> want(s.size());
+  fill(want.data(), want.size(), 7 + peer);
+  for (int i = 0; i < 4; ++i) {
+    CHECK(got[i] == 100 * (i + 1), "grouped: receive %d (tag %d) reports %d bytes, sent %d", i, 40 + i, got[i],
+          100 * (i + 1));
+    CHECK(memcmp(r.data() + 8192 * i, want.data() + 4096 * i, 100 * (i + 1)) == 0, "grouped: receive %d data differ", i);
+  }
+  // Too many receives in a group: a clear error.
+  void* d9[9];
+  size_t n9[9];
+  int t9[9];
+  void* bad = nullptr;
+  CHECK(net->irecv(c.recv, 9, d9, n9, t9, nullptr, nullptr, &bad) == kNcclInvalidArgument, "9 grouped receives");
+  CHECK(last_warning().find("receives") != std::string::npos, "no message for 9 grouped receives");
+}
+
+// A receive larger than the send reports the sent size; 0 bytes too.
+void larger(Pair& c) {
+  std::vector<char> s(1000), r(1 << 20, 0x55);
+  fill(s.data(), s.size(), 9 + rank());
+  for (size_t n : {size_t{1000}, size_t{0}}) {
+    void* p = r.data();
+    size_t cap = r.size();
+    int tag = 3, got = -1;
+    void* rq = post_recv(c.recv, 1, &p, &cap, &tag, nullptr);
+    void* sq = post_send(c.send, s.data(), n, 3, nullptr);
+    wait_req(net, rq, &got);
+    wait_req(net, sq);
+    CHECK(got == static_cast<int>(n), "a 1 MiB receive of a %zu-byte send reports %d", n, got);
+    if (n) CHECK(check(r.data(), n, 9 + peer), "larger receive: data differ");
+    CHECK(r[n] == 0x55 || n == 0, "larger receive: bytes past the message were written");
+  }
+}
+
+// Sim device memory registered through regMrDmaBuf: on fabric devices it moves
+// end to end; on the socket device the registration fails with its reason.
+void dmabuf(Pair& c, bool fabric) {
+  mem::Backend& sim = mem::sim_backend();
+  const size_t n = 3 << 20;
+  void* sd = sim.alloc(n);
+  void* rd = sim.alloc(n);
+  mem::DmaBuf sx = sim.export_dmabuf(sd, n), rx = sim.export_dmabuf(rd, n);
+  void *smh = nullptr, *rmh = nullptr;
+  const NcclResult a = net->reg_mr_dmabuf(c.send, sd, n, kNcclPtrCuda, sx.offset, sx.fd, &smh);
+  const NcclResult b = net->reg_mr_dmabuf(c.recv, rd, n, kNcclPtrCuda, rx.offset, rx.fd, &rmh);
+  if (!fabric) {
+    CHECK(a != kNcclSuccess && b != kNcclSuccess, "the socket device registered device memory");
+    CHECK(last_warning().find("socket path") != std::string::npos, "no reason given: '%s'", last_warning().c_str());
+  } else {
+    CHECK(a == kNcclSuccess && b == kNcclSuccess, "regMrDmaBuf of sim memory: %s", last_warning().c_str());
+    std::vector<char> host(n), back(n);
+    fill(host.data(), n, 77 + rank());
+    sim.wait(sim.copy_async(sd, host.data(), n), 30000);  // the backend's own copies: sim memory faults on the CPU
+    sim.wait(sim.memset_async(rd, 0, n), 30000);
+    void* p = rd;
+    size_t cap = n;
+    int tag = 5, got = -1;
+    const size_t sent = n - 4096 - 3;  // the receive is larger
+    void* rq = post_recv(c.recv, 1, &p, &cap, &tag, &rmh);
+    void* sq = post_send(c.send, sd, sent, 5, smh);
+    wait_req(net, rq, &got);
+    wait_req(net, sq);
+    sim.wait(sim.copy_async(back.data(), rd, n), 30000);
+    CHECK(got == static_cast<int>(sent), "sim dma-buf: received %d of %zu", got, sent);
+    CHECK(check(back.data(), sent, 77 + peer), "sim dma-buf: data differ");
+    CHECK(back[sent] == 0, "sim dma-buf: bytes past the message were written");
+    OK(net->dereg_mr(c.send, smh));
+    OK(net->dereg_mr(c.recv, rmh));
+  }
+  sim.free(sd);
+  sim.free(rd);
+}
+
+// Bad input: clear errors, no crash.
+void misuse(Pair& c) {
+  void* req = nullptr;
+  int x = 0;
+  CHECK(net->isend(nullptr, &x, 4, 0, nullptr, nullptr, &req) == kNcclInvalidArgument, "isend on a null comm");
+  CHECK(net->isend(c.recv, &x, 4, 0, nullptr, nullptr, &req) == kNcclInvalidArgument, "isend on a recv comm");
+  void* mh = nullptr;
+  CHECK(net->reg_mr(c.send, &x, 4, 99, &mh) == kNcclInvalidArgument, "regMr of type 99");
+  char bogus[kNcclHandleBytes] = {};
+  void* sc = nullptr;
+  CHECK(net->connect(0, nullptr, bogus, &sc, nullptr) == kNcclInvalidArgument, "connect to a zero handle");
+  CHECK(net->get_properties(1000, nullptr) == kNcclInvalidArgument, "properties of device 1000");
+  CHECK(last_warning().find("device 1000") != std::string::npos, "message: %s", last_warning().c_str());
+}
+
+// The v8 table (int sizes) on the same comms: a small exchange.
+void v8_table(const Plugin& pl, Pair& c) {
+  int v = 1234 + rank(), got = 0, sz = -1, tag = 1;
+  void* p = &got;
+  int cap = sizeof(got);
+  void *rq = nullptr, *sq = nullptr;
+  while (!rq) OK(pl.v8->irecv(c.recv, 1, &p, &cap, &tag, nullptr, &rq));
+  while (!sq) OK(pl.v8->isend(c.send, &v, sizeof(v), 1, nullptr, &sq));
+  for (int d = 0; !d;) OK(pl.v8->test(rq, &d, &sz));
+  for (int d = 0; !d;) OK(pl.v8->test(sq, &d, nullptr));
+  CHECK(got == 1234 + peer && sz == 4, "v8 table: got %d (%d bytes)", got, sz);
+  void* bad = nullptr;
+  CHECK(pl.v8->isend(c.send, &v, -1, 1, nullptr, &bad) == kNcclInvalidArgument, "v8 isend of -1 bytes");
+}
+
+// Closing with requests outstanding: a receive nobody sends to, a send nobody receives.
+void close_outstanding(Pair& c) {
+  static char big[1 << 20];
+  int x = 0;
+  void* p = &x;
+  size_t n = sizeof(x);
+  int tag = 999;
+  post_recv(c.recv, 1, &p, &n, &tag, nullptr);
+  post_send(c.send, big, sizeof(big), 998, nullptr);
+  close_pair(net, c);
+}
+
+void suite(const Plugin& pl, int dev, const std::string& kind) {
+  Pair c = connect_pair(net, dev, peer, peer, "suite" + std::to_string(dev));
+  auto step = [](const char* what) { printf("rank %d: %s passed\n", rank(), what); fflush(stdout); };
+  pingpong(c);
+  step("ping-pong");
+  out_of_order(c);
+  step("out of order");
+  grouped(c);
+  step("grouped receive");
+  larger(c);
+  step("larger receive");
+  dmabuf(c, kind != "sock");
+  step("dma-buf registration");
+  misuse(c);
+  step("misuse");
+  v8_table(pl, c);
+  step("v8 table");
+  barrier("before-close" + std::to_string(dev));
+  close_outstanding(c);
+  barrier("closed" + std::to_string(dev));  // neither side hung or crashed on close
+}
+
+// Rank 1 dies after connecting; rank 0's receive and send must fail, not hang.
+void peer_death(int dev) {
+  Pair c = connect_pair(net, dev, peer, peer, "death");
+  if (rank() == 1) {
+    barrier("connected");
+    kill(getpid(), SIGKILL);
+  }
+  barrier("connected");
+  const auto t0 = std::chrono::steady_clock::now();
+  int x = 0;
+  void* p = &x;
+  size_t n = sizeof(x);
+  int tag = 1, done = 0;
+  void* rq = post_recv(c.recv, 1, &p, &n, &tag, nullptr);
+  NcclResult rc = kNcclSuccess;
+  while (rc == kNcclSuccess && !done) rc = net->test(rq, &done, nullptr);
+  CHECK(rc == kNcclRemoteError, "a receive from a dead peer: result %d (done %d)", rc, done);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  fprintf(stderr, "rank 0: receive from the dead peer failed after %.1f s: %s\n", s, last_warning().c_str());
+  CHECK(!last_warning().empty(), "no message for the failure");
+  close_pair(net, c);  // closing after a failure does not hang
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  signal(SIGPIPE, SIG_IGN);
+  CHECK(argc == 4, "usage: plugin_check PLUGIN.so suite|peer-death sock|shm|tcp|all-sock");
+  CHECK(world() == 2, "two ranks (dccl-run -np 2), not %d", world());
+  peer = 1 - rank();
+  Plugin pl = load(argv[1]);
+  net = pl.v10;
+  OK(net->init(log_fn(), nullptr));
+  const std::string scenario = argv[2], kind = argv[3];
+  std::vector<int> devs;
+  int n = 0;
+  OK(net->devices(&n));
+  for (int d = 0; d < n; ++d) {
+    NcclPropsV9 props{};
+    OK(net->get_properties(d, &props));
+    CHECK(props.ptr_support & kNcclPtrHost, "device %s: no host memory", props.name);
+    CHECK(props.max_recvs >= 4 && props.max_p2p_bytes >= (4u << 20), "device %s: limits", props.name);
+    const std::string name = props.name;
+    if (kind == "all-sock" ? name.rfind("dccl-sock", 0) == 0 : name.rfind("dccl-" + kind, 0) == 0) {
+      devs.push_back(d);
+      if (kind != "all-sock") break;
+    }
+  }
+  if (devs.empty()) {
+    printf("SKIPPED: no %s device here\n", kind.c_str());
+    return 77;
+  }
+  for (int d : devs) {
+    if (scenario == "suite") suite(pl, d, kind == "all-sock" ? "sock" : kind);
+    else if (scenario == "peer-death") peer_death(d);
+    else die("unknown scenario " + scenario);
+    printf("rank %d: %s on device %d passed\n", rank(), scenario.c_str(), d);
+  }
+  cleanup(scenario == "suite");  // after peer-death rank 1 is gone
+  return 0;
+}
