@@ -37,7 +37,7 @@ class Levels {
   virtual int host_of(int rank) const = 0;
   virtual int local_of(int rank) const = 0;
   // True when ranks are numbered host by host (rank = host * local_size + local rank).
-  virtual bool blocked() const = 0;
+  virtual bool ranks_by_host() const = 0;
   virtual void local(const SubOp& op) = 0;
   virtual void cross(const SubOp& op) = 0;
   // A cross-host step that runs beside the caller's next local steps (on the
@@ -71,8 +71,8 @@ inline void expect_coll(const SubOp& op, SubColl c, const char* fn) {
 
 void allreduce_hier(Levels& lv, const SubOp& op);
 void broadcast_hier(Levels& lv, const SubOp& op);  // op.root: a rank of the whole communicator
-void allgather_hier(Levels& lv, const SubOp& op);       // needs blocked()
-void reduce_scatter_hier(Levels& lv, const SubOp& op);  // needs blocked()
+void allgather_hier(Levels& lv, const SubOp& op);       // needs ranks_by_host()
+void reduce_scatter_hier(Levels& lv, const SubOp& op);  // needs ranks_by_host()
 void reduce_hier(Levels& lv, const SubOp& op);          // op.root: a rank of the whole communicator
 
 }  // namespace dccl::coll

@@ -271,7 +271,7 @@ void Communicator::make_levels() {
     levels_ = std::move(levels);
     if (state_.fail.raised()) levels_->halt(state_.fail.code(), state_.fail.text(), false);
   }
-  tuner_->set_levels(true, topo_.blocked());
+  tuner_->set_levels(true, topo_.ranks_by_host());
   if (state_.rank == 0)
     DCCL_INFO("hierarchy: %d hosts x %d ranks; intra-host and cross-host sub-communicators ready", topo_.nhosts(),
               topo_.local_size);

@@ -30,7 +30,7 @@ class CommLevels final : public coll::Levels {
   int local_size() const override { return topo_.local_size; }
   int host_of(int rank) const override { return topo_.host_of[static_cast<size_t>(rank)]; }
   int local_of(int rank) const override { return topo_.local_of[static_cast<size_t>(rank)]; }
-  bool blocked() const override { return topo_.blocked(); }
+  bool ranks_by_host() const override { return topo_.ranks_by_host(); }
   void local(const coll::SubOp& op) override;
   void cross(const coll::SubOp& op) override;
   void cross_start(const coll::SubOp& op) override;

@@ -52,14 +52,22 @@ std::string StatusPublisher::record() const {
            static_cast<unsigned long long>(rec_.calls()), static_cast<long long>(rec_.last_progress_ns()),
            static_cast<unsigned long long>(s.ops), static_cast<unsigned long long>(s.bytesSentDirect),
            static_cast<unsigned long long>(s.bytesRecvDirect));
-  std::string out = "{" + std::string(nums) + ",\"host\":" + quoted(host_) +
-                    ",\"state\":" + (running ? "\"in call\"" : any ? "\"idle\"" : "\"no call yet\"");
+  std::string out = "{";
+  out.append(nums);
+  out.append(",\"host\":");
+  out.append(quoted(host_));
+  out.append(",\"state\":");
+  out.append(running ? "\"in call\"" : any ? "\"idle\"" : "\"no call yet\"");
   if (any) {
     snprintf(nums, sizeof(nums), ",\"seq\":%llu,\"count\":%llu,\"start_ns\":%lld,\"end_ns\":%lld,\"steps\":%u,\"result\":%d",
              static_cast<unsigned long long>(e.seq), static_cast<unsigned long long>(e.count),
              static_cast<long long>(e.start_ns), static_cast<long long>(e.end_ns), e.nsteps + e.dropped, e.result);
     out += nums;
-    out += ",\"coll\":" + quoted(e.coll) + ",\"type\":" + quoted(e.type) + ",\"algo\":" + quoted(e.algo);
+    for (const auto& [key, value] : {std::pair<const char*, const char*>{",\"coll\":", e.coll},
+                                     {",\"type\":", e.type}, {",\"algo\":", e.algo}}) {
+      out.append(key);
+      out.append(quoted(value));
+    }
   }
   return out + "}";
 }

@@ -50,7 +50,7 @@ const std::vector<AlgoEntry>& algo_table() {
        .what = "binomial tree"},
       {.coll = C::Broadcast, .algo = A::Chain, .flat = coll::broadcast_chain, .what = "pipelined chain"},
 
-      {.coll = C::AllGather, .algo = A::Hier, .needs = kLevels | kBlocked, .total = true, .hier = coll::allgather_hier,
+      {.coll = C::AllGather, .algo = A::Hier, .needs = kLevels | kRanksByHost, .total = true, .hier = coll::allgather_hier,
        .what = "on the host, then host groups across hosts"},
       // Through the segment every byte is copied twice (in, out); libfabric shm's
       // single CMA copy wins while the buffers sit in cache (measured: 64 KiB-1 MiB).
@@ -60,7 +60,7 @@ const std::vector<AlgoEntry>& algo_table() {
        .what = "Bruck"},
       {.coll = C::AllGather, .algo = A::Ring, .total = true, .flat = coll::allgather_ring, .what = "ring"},
 
-      {.coll = C::ReduceScatter, .algo = A::Hier, .needs = kLevels | kBlocked, .hier = coll::reduce_scatter_hier,
+      {.coll = C::ReduceScatter, .algo = A::Hier, .needs = kLevels | kRanksByHost, .hier = coll::reduce_scatter_hier,
        .what = "host groups across hosts, then on the host"},
       {.coll = C::ReduceScatter, .algo = A::Smem, .needs = kChunks | kHostMem, .min_bytes = 4 * MiB,
        .flat = coll::reduce_scatter_smem, .what = "chunked through the host's shared segment"},
@@ -78,7 +78,7 @@ bool usable(const AlgoEntry& e, const Offer& o, size_t bytes) {
   if ((e.needs & kChunks) && !o.chunks) return false;
   if ((e.needs & kHostMem) && !o.host_mem) return false;
   if ((e.needs & kLevels) && !o.levels) return false;
-  if ((e.needs & kBlocked) && !o.blocked) return false;
+  if ((e.needs & kRanksByHost) && !o.ranks_by_host) return false;
   return true;
 }
 

@@ -31,7 +31,7 @@ enum Need : unsigned {
   kChunks = 1u << 1,    // the shared segment's chunk slots
   kHostMem = 1u << 2,   // host buffers (the segment cannot carry device memory)
   kLevels = 1u << 3,    // intra-host and cross-host sub-communicators
-  kBlocked = 1u << 4,   // ranks numbered host by host
+  kRanksByHost = 1u << 4,   // ranks numbered host by host
 };
 
 using FlatFn = void (*)(coll::Ctx&, const coll::Args&);
@@ -62,7 +62,7 @@ struct Offer {
   bool chunks = false;
   bool host_mem = true;
   bool levels = false;
-  bool blocked = false;
+  bool ranks_by_host = false;
 };
 bool usable(const AlgoEntry& e, const Offer& o, size_t bytes);
 

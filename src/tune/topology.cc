@@ -19,7 +19,7 @@ bool Topology::uniform() const {
   return true;
 }
 
-bool Topology::blocked() const {
+bool Topology::ranks_by_host() const {
   if (!uniform()) return false;
   const int per = static_cast<int>(ranks_on[0].size());
   for (int r = 0; r < nranks; ++r)

@@ -23,7 +23,7 @@ struct Topology {
   // Every host has the same number of ranks.
   bool uniform() const;
   // Ranks of every host are consecutive (rank r is on host r / local_size).
-  bool blocked() const;
+  bool ranks_by_host() const;
   // "2 hosts x 2 ranks: host0=[0,1] host1=[2,3]" (names included when `names_too`).
   std::string summary(bool names_too = true) const;
 };

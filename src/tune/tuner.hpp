@@ -30,11 +30,11 @@ class Tuner {
   // plan.algo_override (DCCL_ALGO): throws core::Error(dcclInvalidArgument) for an
   // unknown name.
   explicit Tuner(const Plan& plan);
-  // Hierarchical algorithms have their sub-communicators; `blocked`: ranks are
+  // Hierarchical algorithms have their sub-communicators; `ranks_by_host`: ranks are
   // numbered host by host (the hierarchical allgather needs it).
-  void set_levels(bool available, bool blocked) {
+  void set_levels(bool available, bool ranks_by_host) {
     offer_.levels = available;
-    offer_.blocked = blocked;
+    offer_.ranks_by_host = ranks_by_host;
     memo_.valid = false;
   }
   // `bytes`: the per-rank message size the collective moves (allreduce: count*esize;

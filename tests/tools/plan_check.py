@@ -50,7 +50,7 @@ def predict(plan, coll, nbytes):
             continue
         if "levels" in needs and not plan["hier"]["used"]:
             continue
-        if "blocked" in needs and not plan["blocked"]:
+        if "ranks_by_host" in needs and not plan["ranks_by_host"]:
             continue
         size = nbytes * n if w["total"] else nbytes
         if w["min_bytes"] <= size and (w["max_bytes"] is None or size <= w["max_bytes"]):

@@ -22,7 +22,7 @@ class StepLevels final : public dccl::coll::Levels {
   int local_size() const override { throw Reached{}; }
   int host_of(int) const override { throw Reached{}; }
   int local_of(int) const override { throw Reached{}; }
-  bool blocked() const override { throw Reached{}; }
+  bool ranks_by_host() const override { throw Reached{}; }
   void local(const SubOp&) override { throw Reached{}; }
   void cross(const SubOp&) override { throw Reached{}; }
   void cross_start(const SubOp&) override { throw Reached{}; }
@@ -59,8 +59,11 @@ TEST(HierTag, EachCollectiveTaggedAsItself) {
     const SubColl own = dccl::sched::sub_coll(e.coll);
     SCOPED_TRACE(dccl::tune::coll_name(e.coll));
     EXPECT_EQ(run(e, own), 1);
-    for (SubColl other : all)
-      if (other != own) EXPECT_EQ(run(e, other), 0);
+    for (SubColl other : all) {
+      if (other != own) {
+        EXPECT_EQ(run(e, other), 0);
+      }
+    }
   }
   EXPECT_EQ(hier, 5);
   // Distinct tags for the five.

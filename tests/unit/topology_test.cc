@@ -1,5 +1,5 @@
 // Topology from every rank's host id: hosts in order of their lowest rank, local
-// ranks, leaders, uniform and blocked placements; host identity from the setting.
+// ranks, leaders, uniform and host-by-host placements; host identity from the setting.
 #include <gtest/gtest.h>
 #include <sched.h>
 
@@ -17,7 +17,7 @@ TEST(Topology, BlockedUniform) {
   EXPECT_EQ(t.leader(0), 0);
   EXPECT_EQ(t.leader(2), 4);
   EXPECT_TRUE(t.uniform());
-  EXPECT_TRUE(t.blocked());
+  EXPECT_TRUE(t.ranks_by_host());
   EXPECT_EQ(t.summary(false), "3 hosts x 2 ranks: host0=[0,1] host1=[2,3] host2=[4,5]");
 }
 
@@ -27,13 +27,13 @@ TEST(Topology, InterleavedAndUneven) {
   EXPECT_EQ(t.host, 0);
   EXPECT_EQ(t.local_rank, 1);
   EXPECT_TRUE(t.uniform());
-  EXPECT_FALSE(t.blocked());
+  EXPECT_FALSE(t.ranks_by_host());
   EXPECT_EQ(t.ranks_on[1], (std::vector<int>{1, 3}));
   EXPECT_EQ(t.local_of[3], 1);
 
   auto u = make_topology({"h0", "h0", "h0", "h1"}, 3);  // 3 + 1
   EXPECT_FALSE(u.uniform());
-  EXPECT_FALSE(u.blocked());
+  EXPECT_FALSE(u.ranks_by_host());
   EXPECT_EQ(u.local_size, 1);
   EXPECT_EQ(u.local_rank, 0);
   EXPECT_EQ(u.leader(1), 3);
@@ -43,7 +43,7 @@ TEST(Topology, InterleavedAndUneven) {
 TEST(Topology, OneHostAndBadRank) {
   auto t = make_topology({"only"}, 0);
   EXPECT_EQ(t.nhosts(), 1);
-  EXPECT_TRUE(t.blocked());
+  EXPECT_TRUE(t.ranks_by_host());
   EXPECT_THROW(make_topology({"a", "b"}, 2), dccl::core::Error);
   EXPECT_THROW(make_topology({"a", "b"}, -1), dccl::core::Error);
 }

@@ -135,7 +135,7 @@ TEST(Tuner, DeviceMemoryNeverTakesTheSegment) {
 
 TEST(Tuner, HierarchyAcrossHosts) {
   Tuner t = make("", 0, false);
-  t.set_levels(true, /*blocked=*/true);
+  t.set_levels(true, /*ranks_by_host=*/true);
   EXPECT_EQ(pick(t, Coll::AllReduce, 8, 8), Algo::Hier);
   EXPECT_EQ(pick(t, Coll::AllReduce, 64 * MiB, 8), Algo::Hier);
   EXPECT_EQ(pick(t, Coll::Broadcast, 8, 8), Algo::Hier);
@@ -143,7 +143,7 @@ TEST(Tuner, HierarchyAcrossHosts) {
   EXPECT_EQ(pick(t, Coll::ReduceScatter, 1 * MiB, 8), Algo::Hier);
   EXPECT_EQ(pick(t, Coll::Reduce, 8, 8), Algo::Hier);
   EXPECT_EQ(pick(t, Coll::AlltoAll, 1 * MiB, 8), Algo::Pairwise);
-  t.set_levels(true, /*blocked=*/false);  // interleaved placement: no hierarchical allgather
+  t.set_levels(true, /*ranks_by_host=*/false);  // interleaved placement: no hierarchical allgather
   EXPECT_EQ(pick(t, Coll::AllGather, 1 * MiB, 8), Algo::Ring);
   EXPECT_EQ(pick(t, Coll::ReduceScatter, 1 * MiB, 8), Algo::Ring);
   EXPECT_EQ(pick(t, Coll::AllReduce, 1 * MiB, 8), Algo::Hier);

@@ -22,7 +22,7 @@ std::string need_list(unsigned needs, const char* sep) {
   using namespace dccl::tune;
   std::string s;
   const std::pair<unsigned, const char*> names[] = {
-      {kOneShot, "oneshot"}, {kChunks, "chunks"}, {kHostMem, "host_mem"}, {kLevels, "levels"}, {kBlocked, "blocked"}};
+      {kOneShot, "oneshot"}, {kChunks, "chunks"}, {kHostMem, "host_mem"}, {kLevels, "levels"}, {kRanksByHost, "ranks_by_host"}};
   for (const auto& [bit, name] : names)
     if (needs & bit) s += std::string(s.empty() ? "" : sep) + name;
   return s;
@@ -45,10 +45,10 @@ std::set<size_t> edge_sizes(const Plan& p, dccl::tune::Coll c) {
   return out;
 }
 
-void print_json(const Plan& p, bool blocked) {
+void print_json(const Plan& p, bool ranks_by_host) {
   using namespace dccl::tune;
-  printf("{\n  \"provider\": \"%s\", \"nranks\": %d, \"nhosts\": %d, \"local_size\": %d, \"blocked\": %s,\n",
-         json_text(p.provider).c_str(), p.nranks, p.nhosts, p.local_size, blocked ? "true" : "false");
+  printf("{\n  \"provider\": \"%s\", \"nranks\": %d, \"nhosts\": %d, \"local_size\": %d, \"ranks_by_host\": %s,\n",
+         json_text(p.provider).c_str(), p.nranks, p.nhosts, p.local_size, ranks_by_host ? "true" : "false");
   printf("  \"link\": {\"alpha_us\": %g, \"gbps\": %g, \"reduce_gbps\": %g},\n", p.link.alpha_us, p.link.gbps,
          p.link.reduce_gbps);
   printf("  \"chunks\": {\"cross_host\": %zu, \"one_host\": %zu, \"device\": %zu, \"override\": %zu, \"host\": %zu, "
@@ -74,7 +74,7 @@ void print_json(const Plan& p, bool blocked) {
            table[i].needs ? "\"" : "", need_list(table[i].needs, "\", \"").c_str(), table[i].needs ? "\"" : "");
   // What a tuner made from this plan takes (host memory, this rank count).
   Tuner t(p);
-  t.set_levels(p.hier, blocked);
+  t.set_levels(p.hier, ranks_by_host);
   printf("\n  ],\n  \"choices\": [");
   bool first = true;
   for (int c = 0; c < kNumColls; ++c) {
@@ -175,7 +175,7 @@ int print_plan(int argc, char** argv) {
         {.nranks = ranks, .nhosts = hosts, .local_size = ranks / hosts, .host_cores = cores, .provider = provider},
         cfg);
     if (json)
-      print_json(p, /*blocked=*/true);  // ranks numbered host by host, as launchers place them
+      print_json(p, /*ranks_by_host=*/true);  // ranks numbered host by host, as launchers place them
     else
       print_text(p);
   } catch (const dccl::core::Error& e) {
