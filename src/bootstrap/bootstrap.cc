@@ -27,7 +27,7 @@ using wire::FrameType;
 
 namespace {
 
-struct Want {
+struct AwaitedReply {
   std::string* dest;  // VALUE lands here; null when an OK is expected
   std::string label;  // what we wait for, for the timeout message
 };
@@ -109,7 +109,7 @@ struct Bootstrap::Impl {
   void send_all(const std::string& buf, const Wait& w, const std::string& op);
   // Reads one frame; times out with a message naming `waiting_for`.
   wire::Frame recv_frame(const Wait& w, const std::string& op, const std::string& waiting_for);
-  void exchange(const std::string& out, std::unordered_map<uint64_t, Want>& want, const std::string& op,
+  void exchange(const std::string& out, std::unordered_map<uint64_t, AwaitedReply>& want, const std::string& op,
                 const Wait& w);
   void check_key(const std::string& key, const std::string& op) {
     if (key.size() > wire::kMaxKey)
@@ -305,7 +305,7 @@ wire::Frame Bootstrap::Impl::recv_frame(const Wait& w, const std::string& op,
   }
 }
 
-void Bootstrap::Impl::exchange(const std::string& out, std::unordered_map<uint64_t, Want>& want,
+void Bootstrap::Impl::exchange(const std::string& out, std::unordered_map<uint64_t, AwaitedReply>& want,
                                const std::string& op, const Wait& w) {
   if (w.interruptible && interrupted.load(std::memory_order_acquire))
     fail(dcclRemoteError, op, "interrupted", false);
@@ -362,7 +362,7 @@ std::vector<std::string> Bootstrap::Impl::allgather(const std::string& mine, int
   };
   check_key(key(k, nranks - 1), op);
   std::vector<std::string> all(static_cast<size_t>(nranks));
-  std::unordered_map<uint64_t, Want> want;
+  std::unordered_map<uint64_t, AwaitedReply> want;
   std::string out;
   // Everyone finished round k-2 before anyone could finish round k-1, so our
   // round k-2 key is no longer read: drop it to keep the store small.
@@ -434,7 +434,7 @@ void Bootstrap::Impl::send_keyed(const char* verb, const std::string& key, const
   append(out, req, im.ns + key, value);
   std::string upper(verb);
   for (auto& ch : upper) ch = static_cast<char>(toupper(ch));
-  std::unordered_map<uint64_t, Want> want{{req, {nullptr, upper + " of '" + key + "'"}}};
+  std::unordered_map<uint64_t, AwaitedReply> want{{req, {nullptr, upper + " of '" + key + "'"}}};
   im.exchange(out, want, op, w);
 }
 
@@ -467,7 +467,7 @@ std::string Bootstrap::get(const std::string& key, std::chrono::milliseconds tim
   std::string out, value;
   const uint64_t req = impl_->next_req++;
   wire::append_get(out, req, impl_->ns + key);
-  std::unordered_map<uint64_t, Want> want{{req, {&value, "key '" + impl_->ns + key + "'"}}};
+  std::unordered_map<uint64_t, AwaitedReply> want{{req, {&value, "key '" + impl_->ns + key + "'"}}};
   impl_->exchange(out, want, op, impl_->bounded(timeout, true));
   return value;
 }
@@ -482,7 +482,7 @@ void Bootstrap::unlease() {
   std::string out;
   const uint64_t req = impl_->next_req++;
   wire::append_unlease(out, req);
-  std::unordered_map<uint64_t, Want> want{{req, {nullptr, "UNLEASE"}}};
+  std::unordered_map<uint64_t, AwaitedReply> want{{req, {nullptr, "UNLEASE"}}};
   impl_->exchange(out, want, op, impl_->plain_wait());
 }
 

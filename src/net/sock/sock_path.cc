@@ -80,9 +80,9 @@ void SockPath::post(bool send, int peer, void* buf, size_t len, uint64_t tag, Re
     if (!it->complete) {
       // Still arriving (only the message being read can be): what came so far moves
       // to the receive's buffer and the rest is read straight into it.
-      if (c->ux != &*it) continue;
+      if (c->filling != &*it) continue;
       if (c->got) memcpy(dst, it->data.p.get(), c->got);
-      c->ux = nullptr;
+      c->filling = nullptr;
       c->req = req;
       c->dst = dst;
       drop_unexpected_locked(*c, it);
@@ -306,7 +306,7 @@ void SockPath::begin_message_locked(Conn& c) {
   c.len = static_cast<size_t>(len);
   c.got = 0;
   c.req = nullptr;
-  c.ux = nullptr;
+  c.filling = nullptr;
   for (auto it = c.posted.begin(); it != c.posted.end(); ++it) {
     if (it->tag != tag || !fits(it->req, it->len, c.len)) continue;
     c.in_payload = true;
@@ -327,12 +327,12 @@ void SockPath::begin_message_locked(Conn& c) {
 
 void SockPath::buffer_unexpected_locked(Conn& c) {
   c.unexpected.emplace_back();
-  c.ux = &c.unexpected.back();
-  c.ux->tag = c.tag;
-  c.ux->len = c.len;
-  c.ux->data = take_buf_locked(c.len);
+  c.filling = &c.unexpected.back();
+  c.filling->tag = c.tag;
+  c.filling->len = c.len;
+  c.filling->data = take_buf_locked(c.len);
   c.ux_bytes += c.len;
-  c.dst = c.ux->data.p.get();
+  c.dst = c.filling->data.p.get();
   c.in_payload = true;
 }
 
@@ -366,8 +366,8 @@ void SockPath::finish_message_locked(Conn& c, int* done) {
     ++*done;
     return complete(req, c.len);
   }
-  c.ux->complete = true;
-  c.ux = nullptr;
+  c.filling->complete = true;
+  c.filling = nullptr;
 }
 
 void SockPath::fail_conn_locked(Conn& c, const std::string& why) {
@@ -381,7 +381,7 @@ void SockPath::fail_conn_locked(Conn& c, const std::string& why) {
   c.req = nullptr;
   c.unexpected.clear();
   c.ux_bytes = 0;
-  c.ux = nullptr;
+  c.filling = nullptr;
   c.in_payload = false;
   c.held = false;
   c.leftover.clear();

@@ -139,7 +139,7 @@ class SockPath {
     size_t len = 0, got = 0;
     char* dst = nullptr;
     Request* req = nullptr;
-    Unexpected* ux = nullptr;
+    Unexpected* filling = nullptr;  // the early message being read in, if any
     std::vector<char> stage;  // what one recv() reads when no large payload is due
     uint64_t tag = 0;         // of the message being read
     size_t ux_bytes = 0;      // payload bytes of `unexpected`
