@@ -9,7 +9,7 @@ import tempfile
 def write(job, rep, path):
     gp = shutil.which("gnuplot")
     if not gp:
-        raise RuntimeError("gnuplot is not installed (scripts/install-deps installs gnuplot-nox)")
+        raise RuntimeError("gnuplot is not installed (apt install gnuplot-nox, or scripts/install-deps --peers)")
     with tempfile.TemporaryDirectory() as tmp:
         calls = os.path.join(tmp, "calls.dat")
         links = os.path.join(tmp, "links.dat")
