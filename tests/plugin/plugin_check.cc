@@ -1,6 +1,7 @@
 // libnccl-net-dccl.so driven as NCCL drives it, by two ranks (dccl-run -np 2):
 //   plugin_check PLUGIN.so SCENARIO DEVICE_KIND
-// SCENARIO: suite (every check below on one connection) or peer-death.
+// SCENARIO: suite (every check below on one connection), peer-death or
+// close-after-send.
 // DEVICE_KIND: sock, shm or tcp (the first device of that kind; with "all-sock",
 // every socket device, one per rail, in turn).
 #include <signal.h>
@@ -287,11 +288,63 @@ void peer_death(int dev) {
   close_pair(net, c);  // closing after a failure does not hang
 }
 
+// Rank 1 closes its send comm the moment its sends completed; rank 0 is slow to
+// post its receives, the larger one last. On sockets, where a send completes once
+// the kernel holds it, rank 0 posts only after rank 1 closed, and a receive of a
+// tag never sent fails on the end of the stream first (by then the connection read
+// both messages and the close). On libfabric's devices a send completes only once
+// the receiver matched it: rank 0 posts 300 ms late instead. Both messages arrive,
+// checked.
+void close_after_send(int dev, const std::string& kind) {
+  Pair c = connect_pair(net, dev, peer, peer, "early-close");
+  const size_t big = 16 << 10;
+  std::vector<char> a(big), b(8);
+  if (rank() == 1) {
+    fill(a.data(), big, 21);
+    fill(b.data(), b.size(), 22);
+    void* ra = post_send(c.send, a.data(), big, 2, nullptr);
+    void* rb = post_send(c.send, b.data(), b.size(), 1, nullptr);
+    wait_req(net, ra);
+    wait_req(net, rb);
+    close_pair(net, c);
+    barrier("sender-closed");
+    return;
+  }
+  if (kind == "sock") barrier("sender-closed");
+  else usleep(300 * 1000);
+  int tag = 1, got = -1;
+  void* p = b.data();
+  size_t n = b.size();
+  wait_req(net, post_recv(c.recv, 1, &p, &n, &tag, nullptr), &got);
+  CHECK(got == 8 && check(b.data(), 8, 22), "the small message after the sender closed: %d bytes", got);
+  if (kind == "sock") {
+    // Nothing more comes: a receive of another tag fails once the end of the
+    // stream is read (which happens before the larger message is asked for).
+    int x = 0;
+    tag = 3;
+    p = &x;
+    n = sizeof(x);
+    void* rq = post_recv(c.recv, 1, &p, &n, &tag, nullptr);
+    NcclResult rc = kNcclSuccess;
+    for (int done = 0; rc == kNcclSuccess && !done;) rc = net->test(rq, &done, nullptr);
+    CHECK(rc == kNcclRemoteError && last_warning().find("closed its connection") != std::string::npos,
+          "a receive after the sender closed: result %d: %s", rc, last_warning().c_str());
+  }
+  tag = 2;
+  p = a.data();
+  n = big;
+  wait_req(net, post_recv(c.recv, 1, &p, &n, &tag, nullptr), &got);
+  CHECK(got == static_cast<int>(big) && check(a.data(), big, 21), "the larger message after the sender closed: %d bytes",
+        got);
+  if (kind != "sock") barrier("sender-closed");
+  close_pair(net, c);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
-  CHECK(argc == 4, "usage: plugin_check PLUGIN.so suite|peer-death sock|shm|tcp|all-sock");
+  CHECK(argc == 4, "usage: plugin_check PLUGIN.so suite|peer-death|close-after-send sock|shm|tcp|all-sock");
   CHECK(world() == 2, "two ranks (dccl-run -np 2), not %d", world());
   peer = 1 - rank();
   Plugin pl = load(argv[1]);
@@ -319,6 +372,7 @@ int main(int argc, char** argv) {
   for (int d : devs) {
     if (scenario == "suite") suite(pl, d, kind == "all-sock" ? "sock" : kind);
     else if (scenario == "peer-death") peer_death(d);
+    else if (scenario == "close-after-send") close_after_send(d, kind);
     else die("unknown scenario " + scenario);
     printf("rank %d: %s on device %d passed\n", rank(), scenario.c_str(), d);
   }

@@ -191,6 +191,86 @@ TEST(SockPath, PeerExitFailsPendingReceive) {
   });
 }
 
+// A rank that sends and closes at once (its transport destroyed the moment its sends
+// completed), a peer that receives later: every message that arrived before the
+// end of the stream is delivered, in whatever order the receives come, although
+// the peer read them, and the end, before any receive for them was posted.
+TEST(SockPath, CloseRightAfterSendDeliversWhatArrived) {
+  run_ranks(2, opts("tcpsock", 20000), [](Ctx& c) {
+    const size_t big = 16 << 10;
+    if (c.rank == 0) {
+      std::vector<uint8_t> a(big), b(8);
+      fill(a, 0, 1);
+      fill(b, 0, 2);
+      Request ra, rb;
+      c.t->isend(1, a.data(), big, 2, &ra);
+      c.t->isend(1, b.data(), b.size(), 1, &rb);
+      Request* both[] = {&ra, &rb};
+      c.t->wait(both, 2, "sends");
+      c.t.reset();  // closes the connection: the messages are in the kernels' hands only
+      c.barrier("closed");
+      _exit(0);
+    }
+    c.barrier("closed");
+    // A receive of a tag never sent: it fails once the end of the stream is read,
+    // after both messages (kept as unexpected ones).
+    std::vector<uint8_t> a(big), b(8);
+    Request rc;
+    c.t->irecv(0, b.data(), b.size(), 3, &rc);
+    try {
+      c.t->wait(rc, "a message never sent");
+      CHILD_CHECK(false);
+    } catch (const core::Error& e) {
+      CHILD_CHECK(std::string(e.what()).find("rank 0 closed its connection") != std::string::npos);
+    }
+    Request ra, rb;
+    c.t->irecv(0, b.data(), b.size(), 1, &rb);
+    c.t->wait(rb, "the small message");
+    CHILD_CHECK(rb.bytes == 8 && verify(b, 8, 0, 2));
+    c.t->irecv(0, a.data(), big, 2, &ra);
+    c.t->wait(ra, "the larger message");
+    CHILD_CHECK(ra.bytes == big && verify(a, big, 0, 1));
+    _exit(0);  // rank 0 is gone: skip the closing barrier
+  });
+}
+
+// A rank closes right after a large send completed, its tail still in its kernel
+// (the receiver has not read yet), with a message to it lying unread: a plain
+// close() then resets the connection and drops that tail. The close hands the
+// peer every byte first. These barriers do not progress the transport, so that
+// nothing is read meanwhile.
+TEST(SockPath, CloseWithUnreadDataKeepsTheSentTail) {
+  run_ranks(2, opts("tcpsock", 20000), [](Ctx& c) {
+    const size_t big = 2 << 20;  // the kernels take it whole while nobody reads
+    auto quiet = [&c](const char* key) { exchange(c.dir, key, c.rank, c.n, "x"); };
+    if (c.rank == 1) {
+      quiet("sent");
+      uint64_t never_read = 42;
+      Request s;
+      c.t->isend(0, &never_read, 8, 9, &s);
+      CHILD_CHECK(s.done && !s.failed);
+      quiet("unread");
+      usleep(300 * 1000);  // the sender closes meanwhile
+      std::vector<uint8_t> in(big);
+      Request r;
+      c.t->irecv(0, in.data(), big, 3, &r);
+      c.t->wait(r, "the large message");
+      CHILD_CHECK(r.bytes == big && verify(in, big, 0, 4));
+      _exit(0);
+    }
+    std::vector<uint8_t> out(big);
+    fill(out, 0, 4);
+    Request s;
+    c.t->isend(1, out.data(), big, 3, &s);
+    c.t->wait(s, "the large message");
+    quiet("sent");
+    quiet("unread");
+    usleep(50 * 1000);  // the peer's message arrives, unread
+    c.t.reset();
+    _exit(0);
+  });
+}
+
 TEST(SockPath, AddressAndBlob) {
   SockPath p(0, 1234, std::chrono::milliseconds(1000), {"127.0.0.1"});
   const std::string a = p.address();

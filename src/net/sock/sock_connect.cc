@@ -55,8 +55,7 @@ SockPath::SockPath(int rank, uint64_t max_bytes, std::chrono::milliseconds timeo
 
 SockPath::~SockPath() {
   for (auto& [fd, a] : listeners_) close(fd);
-  for (auto& c : conns_)
-    if (c->fd >= 0) close(c->fd);
+  close_gracefully();
   if (epfd_ >= 0) close(epfd_);
 }
 

@@ -64,7 +64,7 @@ void SockPath::post(bool send, int peer, void* buf, size_t len, uint64_t tag, Re
                 core::describe(rank_, send ? "isend" : "irecv", "rank " + std::to_string(peer) + " is not on the socket path"));
   req->pending_parts.store(1, std::memory_order_release);
   std::lock_guard<std::mutex> lk(mu_);
-  if (!c->dead.empty()) return fail(req, c->dead);
+  if (!c->dead.empty() && send) return fail(req, c->dead);
   if (send && c == self_.get()) return send_self_locked(*c, static_cast<const char*>(buf), len, tag, req);
   if (send) {
     Tx t{req, {}, static_cast<const char*>(buf), len, 0};
@@ -93,6 +93,7 @@ void SockPath::post(bool send, int peer, void* buf, size_t len, uint64_t tag, Re
     drop_unexpected_locked(*c, it);
     return complete(req, got);
   }
+  if (!c->dead.empty()) return fail(req, c->dead);  // what arrived before the end was looked at first
   if (c->held) return release_held_locked(*c, req, dst, tag, len);
   c->posted.push_back(Posted{req, dst, len, tag});
 }
@@ -184,7 +185,7 @@ void SockPath::nap(int64_t ns) {
   ppoll(fds.data(), fds.size(), &ts, nullptr);
 }
 
-bool SockPath::write_locked(Conn& c) {
+bool SockPath::write_locked(Conn& c, bool complete_sends) {
   while (!c.txq.empty()) {
     Tx& t = c.txq.front();
     iovec iov[2];
@@ -208,7 +209,7 @@ bool SockPath::write_locked(Conn& c) {
     c.txq.pop_front();  // t is gone from here on
     sent_ += len;
     rail_sent_[static_cast<size_t>(c.rail)] += len;
-    complete(req, len);
+    if (complete_sends) complete(req, len);
   }
   return true;
 }
@@ -232,7 +233,12 @@ bool SockPath::read_locked(Conn& c, int* done) {
     }
     const ssize_t r = recv(c.fd, to, room, MSG_DONTWAIT);
     if (r == 0) {
-      fail_conn_locked(c, "rank " + std::to_string(c.peer) + " closed its connection");
+      std::string why = "rank " + std::to_string(c.peer) + " closed its connection";
+      if (c.in_payload || c.hdr_got)
+        why += " in the middle of a message (" +
+               (c.in_payload ? std::to_string(c.got) + " of its " + std::to_string(c.len) + " bytes received)"
+                             : "its header incomplete)");
+      fail_conn_locked(c, why);
       return false;
     }
     if (r < 0) {
@@ -370,8 +376,11 @@ void SockPath::finish_message_locked(Conn& c, int* done) {
   c.filling = nullptr;
 }
 
-void SockPath::fail_conn_locked(Conn& c, const std::string& why) {
-  if (!c.dead.empty()) return;
+void SockPath::fail_conn_locked(Conn& c, const std::string& why, bool keep_arrived) {
+  if (!c.dead.empty()) {
+    if (!keep_arrived) c.unexpected.clear(), c.ux_bytes = 0;  // cancelled after the peer closed
+    return;
+  }
   c.dead = why;
   for (Tx& t : c.txq) fail(t.req, why);
   c.txq.clear();
@@ -379,8 +388,13 @@ void SockPath::fail_conn_locked(Conn& c, const std::string& why) {
   c.posted.clear();
   if (c.req) fail(c.req, why);
   c.req = nullptr;
-  c.unexpected.clear();
-  c.ux_bytes = 0;
+  // What arrived whole stays for the receives posted later (a peer that sent and
+  // closed at once); the message cut off by the end does not.
+  for (auto it = c.unexpected.begin(); it != c.unexpected.end();) {
+    auto next = std::next(it);
+    if (!keep_arrived || !it->complete) drop_unexpected_locked(c, it);
+    it = next;
+  }
   c.filling = nullptr;
   c.in_payload = false;
   c.held = false;
@@ -390,8 +404,8 @@ void SockPath::fail_conn_locked(Conn& c, const std::string& why) {
 
 void SockPath::cancel_all() {
   std::lock_guard<std::mutex> lk(mu_);
-  for (auto& c : conns_) fail_conn_locked(*c, "cancelled");
-  if (self_) fail_conn_locked(*self_, "cancelled");
+  for (auto& c : conns_) fail_conn_locked(*c, "cancelled", false);
+  if (self_) fail_conn_locked(*self_, "cancelled", false);
 }
 
 std::vector<std::string> SockPath::counters() {

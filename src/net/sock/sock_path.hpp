@@ -15,7 +15,12 @@
 //    does on the fabric: different lengths never match); the payload goes straight
 //    into the receive's buffer (large ones are read there without a copy), or into
 //    an unexpected-message buffer that a later receive takes.
-// A connection that closes or fails fails everything pending on it, naming the peer.
+// A connection that closes or fails fails everything pending on it, naming the peer;
+// the messages that arrived whole before its end are still delivered to the
+// receives posted for them later.
+// Closing (the destructor) is graceful: what is queued is written, the end of the
+// stream follows it (shutdown), and each connection is closed once the peer's kernel
+// acknowledged every byte or the peer closed its side (net/sock/sock_close.cc).
 // Only host memory takes this path (the caller keeps dma-buf registrations on the
 // fabric). Thread safe: one lock, as the fabric endpoints have.
 //
@@ -88,7 +93,8 @@ class SockPath {
   // Sleeps up to ns nanoseconds, less when a connection turns readable (or writable,
   // where sends are queued).
   void nap(int64_t ns);
-  // Fails everything pending ("cancelled"); later posts fail at once.
+  // Fails everything pending ("cancelled"), messages that arrived included; later
+  // posts fail at once.
   void cancel_all();
   // For a receive that is taking too long: "; count mismatch: ..." when the peer's
   // message with its tag arrived with another length, else "".
@@ -147,10 +153,13 @@ class SockPath {
     // (kMaxUnexpectedBytes); `leftover`: bytes after its header that were read already.
     bool held = false;
     std::vector<char> leftover;
+    bool shut = false;  // closing: the end of stream was sent
   };
 
   Conn* conn_of(int peer) const;
-  bool write_locked(Conn& c);        // false: the connection failed
+  // false: the connection failed. complete: each message written completes its
+  // request (the destructor's flush passes false: nobody waits on them any more).
+  bool write_locked(Conn& c, bool complete = true);
   bool read_locked(Conn& c, int* done);  // false: the connection failed
   void consume_locked(Conn& c, const char* p, size_t n, int* done);
   static bool large_posted(const Conn& c);  // a receive whose payload is read in place is waiting
@@ -160,7 +169,9 @@ class SockPath {
   void watch_locked(Conn& c, bool readable);  // epoll interest: reads on or off
   void send_self_locked(Conn& c, const char* buf, size_t len, uint64_t tag, Request* req);
   void finish_message_locked(Conn& c, int* done);
-  void fail_conn_locked(Conn& c, const std::string& why);
+  // keep_arrived: messages that arrived whole stay for the receives posted later.
+  void fail_conn_locked(Conn& c, const std::string& why, bool keep_arrived = true);
+  void close_gracefully();  // the destructor's: net/sock/sock_close.cc
   Buf take_buf_locked(size_t len);
   void drop_unexpected_locked(Conn& c, std::list<Unexpected>::iterator it);  // its buffer may go to spare_
 
