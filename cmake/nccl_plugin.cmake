@@ -1,7 +1,7 @@
 # libnccl-net-dccl.so: NCCL's network plugin on DirectCCL's transport
 # (src/plugin/nccl/, docs/nccl-plugin.md). NCCL loads it when NCCL_NET_PLUGIN=dccl.
 # It carries the layers it uses (from dccl_internal, built with hidden
-# visibility) and exports only the tables ncclNetPlugin_v7 .. v10
+# visibility) and exports only the tables ncclNetPlugin_v7 .. v11
 # (cmake/nccl_plugin.map), so it does not depend on libdccl.so.
 file(GLOB DCCL_PLUGIN_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/plugin/nccl/*.cc)
 add_library(nccl-net-dccl SHARED ${DCCL_PLUGIN_SOURCES})

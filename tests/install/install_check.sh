@@ -48,8 +48,8 @@ done
 # The NCCL network plugin, beside the library: NCCL's tables and nothing else.
 check "libnccl-net-dccl.so installed" test -f "$L/libnccl-net-dccl.so"
 nm -D --defined-only "$L/libnccl-net-dccl.so" | awk '{print $3}' | sort > "$T/plugin"
-printf 'ncclNetPlugin_v10\nncclNetPlugin_v7\nncclNetPlugin_v8\nncclNetPlugin_v9\n' > "$T/plugin.want"
-if cmp -s "$T/plugin" "$T/plugin.want"; then ok "libnccl-net-dccl.so exports ncclNetPlugin_v7..v10 only"
+printf 'ncclNetPlugin_v10\nncclNetPlugin_v11\nncclNetPlugin_v7\nncclNetPlugin_v8\nncclNetPlugin_v9\n' > "$T/plugin.want"
+if cmp -s "$T/plugin" "$T/plugin.want"; then ok "libnccl-net-dccl.so exports ncclNetPlugin_v7..v11 only"
 else fail "libnccl-net-dccl.so exports:"; show "$T/plugin"; fi
 
 # ---- what else is installed ----

@@ -72,12 +72,13 @@ Plugin load(const std::string& path) {
   Plugin p;
   p.lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   CHECK(p.lib, "dlopen %s: %s", path.c_str(), dlerror());
+  p.v11 = static_cast<NcclNetV11*>(dlsym(p.lib, "ncclNetPlugin_v11"));
   p.v10 = static_cast<NcclNetV10*>(dlsym(p.lib, "ncclNetPlugin_v10"));
   p.v9 = static_cast<NcclNetV9*>(dlsym(p.lib, "ncclNetPlugin_v9"));
   p.v8 = static_cast<NcclNetV8*>(dlsym(p.lib, "ncclNetPlugin_v8"));
   p.v7 = static_cast<NcclNetV7*>(dlsym(p.lib, "ncclNetPlugin_v7"));
-  CHECK(p.v10 && p.v9 && p.v8 && p.v7, "a table is missing (v10 %p v9 %p v8 %p v7 %p)", (void*)p.v10, (void*)p.v9,
-        (void*)p.v8, (void*)p.v7);
+  CHECK(p.v11 && p.v10 && p.v9 && p.v8 && p.v7, "a table is missing (v11 %p v10 %p v9 %p v8 %p v7 %p)", (void*)p.v11,
+        (void*)p.v10, (void*)p.v9, (void*)p.v8, (void*)p.v7);
   CHECK(!dlsym(p.lib, "dcclCommInitRank"), "the plugin exports DirectCCL's API");
   return p;
 }
@@ -127,10 +128,17 @@ void barrier(const std::string& name) {
   for (int r = 0; r < world(); ++r) fetch(name + "." + std::to_string(r), &got, 1);
 }
 
-Pair connect_pair(NcclNetV10* net, int dev, int to, int from, const std::string& tag) {
+namespace {
+// Publishes this rank's listen handle, fetches `to`'s, and polls connect/accept as
+// NCCL's proxy does until both comms exist.
+using ListenFn = std::function<NcclResult(void* handle, void** listen_comm)>;
+using ConnectFn = std::function<NcclResult(void* handle, void** send_comm, NcclNetDeviceHandle** dh)>;
+using AcceptFn = std::function<NcclResult(void* listen_comm, void** recv_comm, NcclNetDeviceHandle** dh)>;
+Pair connect_with(const ListenFn& listen, const ConnectFn& connect, const AcceptFn& accept, int to,
+                  const std::string& tag) {
   Pair p;
   char handle[kNcclHandleBytes] = {};
-  OK(net->listen(dev, handle, &p.listen));
+  OK(listen(handle, &p.listen));
   publish(tag + ".handle." + std::to_string(rank()), handle, sizeof(handle));
   char peer[kNcclHandleBytes] = {};
   fetch(tag + ".handle." + std::to_string(to), peer, sizeof(peer));
@@ -138,14 +146,27 @@ Pair connect_pair(NcclNetV10* net, int dev, int to, int from, const std::string&
   const double until = now_s() + 60;
   int polls = 0;
   while (!p.send || !p.recv) {
-    if (!p.send) OK(net->connect(dev, nullptr, peer, &p.send, &dh));
-    if (!p.recv) OK(net->accept(p.listen, &p.recv, &dh));
+    if (!p.send) OK(connect(peer, &p.send, &dh));
+    if (!p.recv) OK(accept(p.listen, &p.recv, &dh));
     CHECK(now_s() < until, "connect/accept not done within 60 s (%d polls; send %p recv %p)", polls, p.send, p.recv);
     ++polls;
     usleep(100);
   }
-  (void)from;
   return p;
+}
+}  // namespace
+
+Pair connect_pair(NcclNetV10* net, int dev, int to, int from, const std::string& tag) {
+  (void)from;
+  return connect_with([&](void* h, void** lc) { return net->listen(dev, h, lc); },
+                      [&](void* h, void** sc, NcclNetDeviceHandle** dh) { return net->connect(dev, nullptr, h, sc, dh); },
+                      net->accept, to, tag);
+}
+
+Pair connect_pair(NcclNetV11* net, void* ctx, int dev, int to, const std::string& tag) {
+  return connect_with([&](void* h, void** lc) { return net->listen(ctx, dev, h, lc); },
+                      [&](void* h, void** sc, NcclNetDeviceHandle** dh) { return net->connect(ctx, dev, h, sc, dh); },
+                      net->accept, to, tag);
 }
 
 void close_pair(NcclNetV10* net, Pair& p) {

@@ -26,6 +26,7 @@ namespace harness {
 
 struct Plugin {
   void* lib = nullptr;
+  NcclNetV11* v11 = nullptr;
   NcclNetV10* v10 = nullptr;
   NcclNetV9* v9 = nullptr;
   NcclNetV8* v8 = nullptr;
@@ -61,6 +62,8 @@ struct Pair {
 // Connects this rank to `to` (send comm) and accepts from `from` (recv comm),
 // polling both as NCCL does; `tag` names this round's handles.
 Pair connect_pair(NcclNetV10* net, int dev, int to, int from, const std::string& tag);
+// The same through the v11 table, under the context its init returned.
+Pair connect_pair(NcclNetV11* net, void* ctx, int dev, int to, const std::string& tag);
 void close_pair(NcclNetV10* net, Pair& p);
 
 // Tests a request until done (dies after 60 s); returns the sizes.

@@ -231,6 +231,53 @@ void v8_table(const Plugin& pl, Pair& c) {
   CHECK(pl.v8->isend(c.send, &v, -1, 1, nullptr, &bad) == kNcclInvalidArgument, "v8 isend of -1 bytes");
 }
 
+// The v11 table: a context per communicator (two here, as two communicators
+// would open), the same device properties as v10's plus the multi-request limit,
+// a connection made under a context with an exchange both ways, the traffic
+// hints, misuse, and finalize.
+void v11_table(const Plugin& pl, int dev) {
+  NcclNetV11* v = pl.v11;
+  NcclCommConfig cfg{-1};
+  void *ctx = nullptr, *other = nullptr;
+  OK(v->init(&ctx, 0x1234, &cfg, log_fn(), nullptr));
+  OK(v->init(&other, 0x5678, nullptr, log_fn(), nullptr));
+  CHECK(ctx && other && ctx != other, "v11 init: contexts %p and %p", ctx, other);
+  NcclPropsV11 p11{};
+  NcclPropsV9 p10{};
+  OK(v->get_properties(dev, &p11));
+  OK(net->get_properties(dev, &p10));
+  CHECK(strcmp(p11.v9.name, p10.name) == 0 && p11.v9.ptr_support == p10.ptr_support && p11.v9.speed == p10.speed &&
+            p11.v9.max_recvs == p10.max_recvs && p11.v9.max_p2p_bytes == p10.max_p2p_bytes &&
+            p11.v9.vprops.ndevs == 1 && p11.v9.vprops.devs[0] == dev && p11.max_multi_request_size == 1,
+        "v11 properties of %s differ from v10's (multi-request %d)", p10.name, p11.max_multi_request_size);
+  Pair c = connect_pair(v, ctx, dev, peer, "v11-" + std::to_string(dev));
+  int out = 4321 + rank(), got = 0, sz = -1, tag = 5;
+  void* p = &got;
+  size_t cap = sizeof(got);
+  void *rq = nullptr, *sq = nullptr;
+  while (!rq) OK(v->irecv(c.recv, 1, &p, &cap, &tag, nullptr, nullptr, &rq));
+  while (!sq) OK(v->isend(c.send, &out, sizeof(out), 5, nullptr, nullptr, &sq));
+  for (int d = 0; !d;) OK(v->test(rq, &d, &sz));
+  for (int d = 0; !d;) OK(v->test(sq, &d, nullptr));
+  CHECK(got == 4321 + peer && sz == 4, "v11 table: got %d (%d bytes)", got, sz);
+  NcclNetAttr attr{};
+  attr.send = NcclNetCommAttr{8, 1, 2, 1};
+  attr.recv = attr.send;
+  OK(v->set_net_attr(ctx, &attr));
+  CHECK(v->set_net_attr(ctx, nullptr) == kNcclInvalidArgument, "v11 setNetAttr without attributes");
+  char handle[kNcclHandleBytes] = {};
+  void* lc = nullptr;
+  CHECK(v->listen(&out, dev, handle, &lc) == kNcclInvalidArgument && !lc, "v11 listen under a foreign context");
+  CHECK(last_warning().find("context") != std::string::npos, "message: %s", last_warning().c_str());
+  OK(v->close_send(c.send));
+  OK(v->close_recv(c.recv));
+  OK(v->close_listen(c.listen));
+  OK(v->finalize(other));
+  CHECK(v->connect(other, dev, handle, &lc, nullptr) == kNcclInvalidArgument, "v11 connect under a finalized context");
+  CHECK(v->finalize(other) == kNcclInvalidArgument, "v11 finalize twice");
+  OK(v->finalize(ctx));
+}
+
 // Closing with requests outstanding: a receive nobody sends to, a send nobody receives.
 void close_outstanding(Pair& c) {
   static char big[1 << 20];
@@ -260,6 +307,8 @@ void suite(const Plugin& pl, int dev, const std::string& kind) {
   step("misuse");
   v8_table(pl, c);
   step("v8 table");
+  v11_table(pl, dev);
+  step("v11 table");
   barrier("before-close" + std::to_string(dev));
   close_outstanding(c);
   barrier("closed" + std::to_string(dev));  // neither side hung or crashed on close

@@ -59,7 +59,32 @@ NcclResult props_v9(int dev, NcclPropsV9* out) {
   return rc;
 }
 
+NcclResult props_v11(int dev, NcclPropsV11* out) {
+  memset(out, 0, sizeof(*out));
+  const NcclResult rc = props_v9(dev, &out->v9);
+  out->max_multi_request_size = 1;  // one request per isend/irecv call (grouped receives aside)
+  return rc;
+}
+
 NcclResult init_v10(NcclLogFn log, NcclProfilerFn) { return p::init(log); }
+
+// v11: NCCL calls init once per communicator.
+NcclResult init_v11(void** ctx, uint64_t comm_id, NcclCommConfig* config, NcclLogFn log, NcclProfilerFn) {
+  const NcclResult rc = p::init(log);
+  return rc != kNcclSuccess ? rc : p::open_context(comm_id, config, ctx);
+}
+
+NcclResult listen_v11(void* ctx, int dev, void* handle, void** listen_comm) {
+  const NcclResult rc = p::check_context(ctx, "listen");
+  return rc != kNcclSuccess ? rc : p::listen(dev, handle, listen_comm);
+}
+
+NcclResult connect_v11(void* ctx, int dev, void* handle, void** send_comm, NcclNetDeviceHandle** dc) {
+  const NcclResult rc = p::check_context(ctx, "connect");
+  return rc != kNcclSuccess ? rc : p::connect(dev, handle, send_comm, dc);
+}
+
+NcclResult set_net_attr_v11(void* ctx, NcclNetAttr* attr) { return p::set_net_attr(ctx, attr); }
 
 NcclResult connect_v10(int dev, NcclCommConfig*, void* handle, void** send_comm, NcclNetDeviceHandle** dc) {
   return p::connect(dev, handle, send_comm, dc);
@@ -106,6 +131,11 @@ NcclResult iflush_any(void* comm, int n, void** data, int* sizes, void** mh, voi
 }  // namespace
 
 extern "C" {
+
+__attribute__((visibility("default"))) NcclNetV11 ncclNetPlugin_v11 = {
+    kName, init_v11, p::device_count, props_v11, listen_v11, connect_v11, p::accept, p::reg_mr, p::reg_mr_dmabuf,
+    p::dereg_mr, isend_v10, irecv_v10, iflush_any, p::test, p::close_send, p::close_recv, p::close_listen,
+    p::get_device_mr, p::irecv_consumed, p::make_vdevice, p::close_context, set_net_attr_v11};
 
 __attribute__((visibility("default"))) NcclNetV10 ncclNetPlugin_v10 = {
     kName, init_v10, p::device_count, props_v9, p::listen, connect_v10, p::accept, p::reg_mr, p::reg_mr_dmabuf,

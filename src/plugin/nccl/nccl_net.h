@@ -1,4 +1,4 @@
-// NCCL's network plugin interface, versions 7 to 10, declared from NCCL's published
+// NCCL's network plugin interface, versions 7 to 11, declared from NCCL's published
 // plugin headers (ext-net/example/nccl/net_v*.h). Only the layouts matter: NCCL
 // reads the table `ncclNetPlugin_vN` this library exports and calls through it.
 //
@@ -9,7 +9,10 @@
 //       devices and the largest transfer; makeVDevice.
 //   v10 (NCCL 2.24+): init takes a profiler callback; connect a comm config;
 //       isend/irecv a profiler handle per request.
-// NCCL 2.28 also looks for v11; it takes v10 when v11 is absent.
+//   v11 (NCCL 2.28+): init is per communicator (its id and config) and returns a
+//       context that listen, connect, finalize and setNetAttr take; finalize ends
+//       it; setNetAttr passes hints on the communicator's traffic; properties
+//       gain the largest multi-request; connect no longer takes the config.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -104,6 +107,28 @@ struct NcclPropsV9 {
   size_t max_coll_bytes;
 };
 
+// v11: v9's layout, then the largest number of requests in one multi-request.
+struct NcclPropsV11 {
+  NcclPropsV9 v9;
+  int max_multi_request_size;
+};
+static_assert(offsetof(NcclPropsV11, max_multi_request_size) == sizeof(NcclPropsV9), "v11 extends v9's layout");
+
+// v11's setNetAttr: hints on how the communicator will use its connections.
+struct NcclNetCommAttr {
+  int32_t max_concurrent_peers;
+  int32_t min_concurrent_peers;
+  int32_t max_flows_per_peer;
+  int32_t min_flows_per_peer;
+};
+struct NcclNetAttr {
+  NcclNetCommAttr send;
+  NcclNetCommAttr recv;
+  uint32_t op;
+  uint32_t algo;
+  uint32_t proto;
+};
+
 // The members every version shares, in their places.
 #define DCCL_NCCL_NET_DMABUF                                                                                    \
   NcclResult (*reg_mr_dmabuf)(void* comm, void* data, size_t size, int type, uint64_t offset, int fd, void** mh); \
@@ -169,3 +194,21 @@ struct NcclNetV10 {
   NcclResult (*make_vdevice)(int* dev, NcclVDeviceProps* props);
 };
 
+struct NcclNetV11 {
+  const char* name;
+  NcclResult (*init)(void** ctx, uint64_t comm_id, NcclCommConfig* config, NcclLogFn log, NcclProfilerFn profiler);
+  NcclResult (*devices)(int* ndev);
+  NcclResult (*get_properties)(int dev, NcclPropsV11* props);
+  NcclResult (*listen)(void* ctx, int dev, void* handle, void** listen_comm);
+  NcclResult (*connect)(void* ctx, int dev, void* handle, void** send_comm, NcclNetDeviceHandle** dev_comm);
+  NcclResult (*accept)(void* listen_comm, void** recv_comm, NcclNetDeviceHandle** dev_comm);
+  NcclResult (*reg_mr)(void* comm, void* data, size_t size, int type, void** mhandle);
+  DCCL_NCCL_NET_DMABUF
+  NcclResult (*isend)(void* send_comm, void* data, size_t size, int tag, void* mhandle, void* phandle, void** request);
+  NcclResult (*irecv)(void* recv_comm, int n, void** data, size_t* sizes, int* tags, void** mhandles, void** phandles,
+                      void** request);
+  DCCL_NCCL_NET_TAIL
+  NcclResult (*make_vdevice)(int* dev, NcclVDeviceProps* props);
+  NcclResult (*finalize)(void* ctx);
+  NcclResult (*set_net_attr)(void* ctx, NcclNetAttr* attr);
+};

@@ -7,6 +7,7 @@
 #include <cstdarg>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <random>
 #include <set>
@@ -431,6 +432,54 @@ NcclResult make_vdevice(int* dev, NcclVDeviceProps* props) {
                                         " devices is not offered (each rail is a device of its own)");
     device(props->devs[0], "makeVDevice");
     *dev = props->devs[0];
+  });
+}
+
+namespace {
+std::mutex g_contexts_mu;
+std::set<void*> g_contexts;  // live v11 contexts: a stale or foreign pointer is refused, never read
+
+struct Context {
+  uint64_t comm_id = 0;
+};
+
+void context_of(void* ctx, const char* op) {
+  std::lock_guard<std::mutex> lk(g_contexts_mu);
+  if (!ctx || !g_contexts.count(ctx)) bad(op, "not a context this plugin's init returned (null or finalized)");
+}
+}  // namespace
+
+NcclResult open_context(uint64_t comm_id, const NcclCommConfig* config, void** ctx) {
+  return guard("init", [&] {
+    if (!ctx) bad("init", "ctx is null");
+    auto c = std::make_unique<Context>();
+    c->comm_id = comm_id;
+    if (config && config->traffic_class != -1)  // NCCL_NET_TRAFFIC_CLASS_UNDEF
+      say(kNcclLogInfo, "NET/dccl init: traffic class " + std::to_string(config->traffic_class) +
+                            " not applied (no device of this plugin has traffic classes)");
+    std::lock_guard<std::mutex> lk(g_contexts_mu);
+    g_contexts.insert(c.get());
+    *ctx = c.release();
+  });
+}
+
+NcclResult check_context(void* ctx, const char* op) {
+  return guard(op, [&] { context_of(ctx, op); });
+}
+
+NcclResult close_context(void* ctx) {
+  return guard("finalize", [&] {
+    context_of(ctx, "finalize");
+    std::lock_guard<std::mutex> lk(g_contexts_mu);
+    g_contexts.erase(ctx);
+    delete static_cast<Context*>(ctx);
+  });
+}
+
+NcclResult set_net_attr(void* ctx, const NcclNetAttr* attr) {
+  return guard("setNetAttr", [&] {
+    context_of(ctx, "setNetAttr");
+    if (!attr) bad("setNetAttr", "netAttr is null");
   });
 }
 

@@ -40,6 +40,16 @@ NcclResult close_listen(void* listen_comm);
 NcclResult get_device_mr(void* comm, void* mhandle, void** dptr_mhandle);
 NcclResult irecv_consumed(void* recv_comm, int n, void* request);
 NcclResult make_vdevice(int* dev, NcclVDeviceProps* props);
+// v11's per-communicator contexts: init opens one (after init(log)), listen and
+// connect check theirs, finalize ends it. A context names the communicator (its
+// id, for the log); it holds no resources: comms outlive nothing through it.
+// Its config's traffic class is not applied (no device here has classes).
+NcclResult open_context(uint64_t comm_id, const NcclCommConfig* config, void** ctx);
+NcclResult check_context(void* ctx, const char* op);
+NcclResult close_context(void* ctx);
+// setNetAttr: hints on the communicator's traffic, checked and taken as they come
+// (each connection is one stream; there are no flows to size).
+NcclResult set_net_attr(void* ctx, const NcclNetAttr* attr);
 // For the v7/v8 tables' int sizes: a size NCCL passed as int, checked.
 NcclResult int_size(int size, const char* op, size_t* out);
 
