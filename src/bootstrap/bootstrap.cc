@@ -400,7 +400,7 @@ Bootstrap::Bootstrap(const UniqueIdData& id, int rank, int nranks, std::chrono::
     impl_->fail(dcclInvalidArgument, "bootstrap connect",
                 "key namespace of " + std::to_string(impl_->ns.size()) + " bytes exceeds " +
                     std::to_string(wire::kMaxNamespace));
-  if (impl_->server) impl_->server->set_host_rank(rank);
+  if (impl_->server) impl_->server->set_host_label("rank " + std::to_string(rank));
   wire::Hello hello;  // its nonce and proof are made per connection, for the store's challenge
   hello.rank = rank;
   hello.nranks = nranks;
@@ -414,6 +414,9 @@ Bootstrap::Bootstrap(const UniqueIdData& id, int rank, int nranks, std::chrono::
 }
 
 const std::string& Bootstrap::store_host() const { return impl_->store_host; }
+void Bootstrap::name_host(const std::string& label) {
+  if (impl_->server) impl_->server->set_host_label(label);
+}
 const std::string& Bootstrap::store_address() const { return impl_->where; }
 
 Bootstrap::~Bootstrap() {

@@ -79,6 +79,10 @@ class Bootstrap {
   // Who hosts the store, as its WELCOME said: "rank 0 (pid P on H)", or "pid P on H"
   // for a store that no rank hosts (dccl-run, or a dcclGetUniqueId caller).
   const std::string& store_host() const;
+  // For the store this rank hosts (if any): names this rank "label" in the WELCOME
+  // of the connections made from now on (a split communicator's rank is named as
+  // its parent names it).
+  void name_host(const std::string& label);
   // "host:port" of the store.
   const std::string& store_address() const;
 

@@ -135,7 +135,7 @@ class SharedStore final : public StoreServer {
   SharedStore(std::shared_ptr<StoreServer> s, std::unique_ptr<SecretFile> file)
       : s_(std::move(s)), file_(std::move(file)) {}
   UniqueIdData id() const override { return s_->id(); }
-  void set_host_rank(int rank) override { s_->set_host_rank(rank); }
+  void set_host_label(const std::string& label) override { s_->set_host_label(label); }
 
  private:
   std::shared_ptr<StoreServer> s_;

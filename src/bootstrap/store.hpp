@@ -39,10 +39,11 @@ class StoreServer {
                                             const StoreLimits& limits);
   virtual ~StoreServer() = default;  // stops the thread, closes every socket
   virtual UniqueIdData id() const = 0;  // address actually bound, port, secret
-  // The rank whose process hosts the store (Bootstrap calls it for the server it
-  // owns): WELCOME then tells clients "rank R (pid P on H)", so that a rank that
-  // loses the store can name who went.
-  virtual void set_host_rank(int rank) = 0;
+  // How the rank whose process hosts the store is named ("rank R"; Bootstrap
+  // calls it for the server it owns, a split communicator again with the name its
+  // parent gives that rank): WELCOME then tells clients "rank R (pid P on H)", so
+  // that a rank that loses the store can name who went.
+  virtual void set_host_label(const std::string& label) = 0;
 };
 
 // Keeps a server that dcclGetUniqueId started alive until the communicator that

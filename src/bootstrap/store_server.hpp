@@ -81,9 +81,9 @@ class Server final : public StoreServer {
     thread_.join();
   }
   UniqueIdData id() const override { return id_; }
-  void set_host_rank(int rank) override {
+  void set_host_label(const std::string& label) override {
     std::lock_guard<std::mutex> lk(label_mu_);
-    host_label_ = "rank " + std::to_string(rank) + " (" + self_ + ")";
+    host_label_ = label + " (" + self_ + ")";
   }
   void adopt(std::unique_ptr<SecretFile> f) { secret_file_ = std::move(f); }
 

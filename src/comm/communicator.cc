@@ -179,7 +179,8 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key, const core
   core::Config inherited = cfg_;
   inherited.spin_us = plan_.spin.spin_us;
   auto child =
-      std::make_unique<Communicator>(id, new_n, new_rank, std::move(server), "", place_, cfg ? cfg : &inherited, deadline);
+      std::make_unique<Communicator>(id, new_n, new_rank, std::move(server), "", place_, cfg ? cfg : &inherited, deadline,
+                                     label_);
   std::vector<std::string> names;
   for (const auto& m : members) names.push_back(state_.peer_names[static_cast<size_t>(m.second)]);
   child->set_peer_names(std::move(names));

@@ -41,11 +41,14 @@ class Communicator {
   // Rendezvous through the store in `id`, open the transport, exchange addresses.
   // `server` is the store this rank hosts (or null). `cfg`: the settings (null: the
   // environment's, load_config()). `deadline`: init's phases end by it (default:
-  // DCCL_TIMEOUT_S from now; split() passes its own). Throws Error on failure.
+  // DCCL_TIMEOUT_S from now; split() passes its own). `label`: how failure reports
+  // name this rank (its lease, and the store it hosts): "rank R" by default; a split
+  // child's rank as its parent names it. Throws Error on failure.
   using Place = ProcessPlace;
   using TimePoint = std::chrono::steady_clock::time_point;
   Communicator(const boot::UniqueIdData& id, int nranks, int rank, std::unique_ptr<boot::StoreServer> server,
-               const std::string& ns, Place place = {}, const core::Config* cfg = nullptr, TimePoint deadline = {});
+               const std::string& ns, Place place = {}, const core::Config* cfg = nullptr, TimePoint deadline = {},
+               std::string label = {});
   ~Communicator();
 
   int rank() const { return state_.rank; }
@@ -173,6 +176,7 @@ class Communicator {
   std::string provider_;
   tune::Topology topo_;
   Place place_;
+  std::string label_;  // "rank R", or the name the parent of a split gives this rank
   uint64_t splits_ = 0;  // split() calls so far: names each split's keys
   std::unique_ptr<boot::Bootstrap> boot_;
   std::array<uint8_t, 16> secret_{};  // the job secret: split() derives its children's from it

@@ -49,8 +49,12 @@ std::chrono::milliseconds time_left(Communicator::TimePoint deadline) {
 
 Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
                            std::unique_ptr<boot::StoreServer> server, const std::string& ns, Place place,
-                           const core::Config* cfg, TimePoint deadline)
-    : cfg_(cfg ? *cfg : core::load_config()), place_(place), p2p_send_(nranks), p2p_recv_(nranks) {
+                           const core::Config* cfg, TimePoint deadline, std::string label)
+    : cfg_(cfg ? *cfg : core::load_config()),
+      place_(place),
+      label_(label.empty() ? "rank " + std::to_string(rank) : std::move(label)),
+      p2p_send_(nranks),
+      p2p_recv_(nranks) {
   state_.rank = rank;
   state_.nranks = nranks;
   state_.timeout_ms = cfg_.timeout_ms;
@@ -90,6 +94,7 @@ void Communicator::open_store(const boot::UniqueIdData& id, std::unique_ptr<boot
   init_deadline_ = deadline != TimePoint{} ? deadline : std::chrono::steady_clock::now() + timeout;
   boot_ = std::make_unique<boot::Bootstrap>(id, state_.rank, state_.nranks, timeout, std::move(server), ns,
                                             boot::Bootstrap::Role::Rank, init_deadline_);
+  boot_->name_host(label_);  // before any watcher connects: they come after init's exchanges
 }
 
 // Who shares this rank's host (shm and the shared segment there, the network across
@@ -203,7 +208,7 @@ void Communicator::share_state() {
 
 void Communicator::start_watchdog(const boot::UniqueIdData& id, const std::string& ns) {
   watchdog_ = std::make_unique<Watchdog>(
-      id, state_.rank, state_.nranks, ns, *boot_, boot_mu_,
+      id, state_.rank, label_, state_.nranks, ns, *boot_, boot_mu_,
       [this](dcclResult_t c, const std::string& t) {
         set_failed(c, t);
         // A thread of ours may be stuck in the provider, sending to

@@ -32,8 +32,11 @@ class Watchdog {
   // `boot` is the communicator's own store connection (used under `boot_mu`).
   // on_failure(code, text): the failure another rank announced (or this rank's own).
   // `connect_timeout`: for the watcher's own connection (what is left of init's deadline).
-  Watchdog(const boot::UniqueIdData& id, int rank, int nranks, const std::string& ns, boot::Bootstrap& boot,
-           std::mutex& boot_mu, std::function<void(dcclResult_t, const std::string&)> on_failure,
+  // `label`: how this rank is named in its failure lease ("rank R"; a split
+  // communicator's rank as its parent names it, so that every report of one
+  // process's failure names the same rank).
+  Watchdog(const boot::UniqueIdData& id, int rank, const std::string& label, int nranks, const std::string& ns,
+           boot::Bootstrap& boot, std::mutex& boot_mu, std::function<void(dcclResult_t, const std::string&)> on_failure,
            std::chrono::milliseconds connect_timeout = std::chrono::seconds(60));
   ~Watchdog();  // stops the watcher
   // Tells every rank that this one failed (first announcement wins), from a

@@ -2,6 +2,7 @@
 // size per namespace, both refused at once with both claims named; watcher
 // connections; who hosts the store (WELCOME) and the watchdog that reports its loss.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -159,11 +160,11 @@ TEST(Watchdog, StoreLossIsAFailureNamingItsHost) {
   std::string text;
   dcclResult_t code = dcclSuccess;
   {
-    dccl::comm::Watchdog quiet(id, 1, 2, "", *r1, boot_mu, [&](dcclResult_t, const std::string& s) {
+    dccl::comm::Watchdog quiet(id, 1, "rank 1", 2, "", *r1, boot_mu, [&](dcclResult_t, const std::string& s) {
       ADD_FAILURE() << "a watchdog stopped at destroy reported " << s;
     });
   }
-  dccl::comm::Watchdog wd(id, 1, 2, "", *r1, boot_mu, [&](dcclResult_t c, const std::string& s) {
+  dccl::comm::Watchdog wd(id, 1, "rank 1", 2, "", *r1, boot_mu, [&](dcclResult_t c, const std::string& s) {
     std::lock_guard<std::mutex> lk(mu);
     code = c;
     text = s;
@@ -178,4 +179,47 @@ TEST(Watchdog, StoreLossIsAFailureNamingItsHost) {
   EXPECT_NE(text.find("hosted by rank 0 (" + kPid), std::string::npos) << text;
   EXPECT_NE(text.find("lost the bootstrap store at 127.0.0.1:" + std::to_string(id.port)), std::string::npos)
       << text;
+}
+
+// A split communicator's ranks are named as its parent names them (the hierarchy's
+// sub-communicators number their ranks from 0): the store a rank hosts and the
+// lease of a rank whose process dies carry those names, so that every report of
+// one failure names the same rank whichever communicator saw it first.
+TEST(Watchdog, ASplitChildNamesItsRanksAsItsParentDoes) {
+  auto server = local_server();
+  const UniqueIdData id = server->id();
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {  // rank 1 of the child communicator, rank 3 of its parent: dies holding its lease
+    close(ready[0]);
+    Bootstrap r1(id, 1, 2, 5s);
+    std::mutex mu;
+    dccl::comm::Watchdog wd(id, 1, "rank 3", 2, "", r1, mu, [](dcclResult_t, const std::string&) {});
+    const char one = 1;
+    if (write(ready[1], &one, 1) != 1) _exit(2);
+    _exit(0);  // without destroying: the store fires the lease
+  }
+  close(ready[1]);
+  Bootstrap r0(id, 0, 2, 5s, std::move(server));
+  r0.name_host("rank 2");
+  Bootstrap late(id, 0, 2, 2s, nullptr, "", Bootstrap::Role::Watch);
+  EXPECT_EQ(late.store_host().rfind("rank 2 (" + kPid + " on ", 0), 0u) << late.store_host();
+  std::mutex mu, boot_mu;
+  std::condition_variable cv;
+  std::string text;
+  dccl::comm::Watchdog wd(id, 0, "rank 2", 2, "", r0, boot_mu, [&](dcclResult_t, const std::string& s) {
+    std::lock_guard<std::mutex> lk(mu);
+    text = s;
+    cv.notify_all();
+  });
+  char got = 0;
+  ASSERT_EQ(read(ready[0], &got, 1), 1);
+  close(ready[0]);
+  int st = 0;
+  ASSERT_EQ(waitpid(child, &st, 0), child);
+  std::unique_lock<std::mutex> lk(mu);
+  ASSERT_TRUE(cv.wait_for(lk, 3s, [&] { return !text.empty(); })) << "no report within 3 s";
+  EXPECT_EQ(text.rfind("rank 3 (pid " + std::to_string(child) + " on ", 0), 0u) << text;
 }
