@@ -177,6 +177,17 @@ struct NcclNetV9 {
   NcclResult (*make_vdevice)(int* dev, NcclVDeviceProps* props);
 };
 
+// v10 and v11 share every member from accept to makeVDevice.
+#define DCCL_NCCL_NET_V10_REST                                                                                      \
+  NcclResult (*accept)(void* listen_comm, void** recv_comm, NcclNetDeviceHandle** dev_comm);                        \
+  NcclResult (*reg_mr)(void* comm, void* data, size_t size, int type, void** mhandle);                              \
+  DCCL_NCCL_NET_DMABUF                                                                                              \
+  NcclResult (*isend)(void* send_comm, void* data, size_t size, int tag, void* mhandle, void* phandle, void** req); \
+  NcclResult (*irecv)(void* recv_comm, int n, void** data, size_t* sizes, int* tags, void** mhandles,               \
+                      void** phandles, void** request);                                                             \
+  DCCL_NCCL_NET_TAIL                                                                                                \
+  NcclResult (*make_vdevice)(int* dev, NcclVDeviceProps* props);
+
 struct NcclNetV10 {
   const char* name;
   NcclResult (*init)(NcclLogFn log, NcclProfilerFn profiler);
@@ -184,14 +195,7 @@ struct NcclNetV10 {
   NcclResult (*get_properties)(int dev, NcclPropsV9* props);
   NcclResult (*listen)(int dev, void* handle, void** listen_comm);
   NcclResult (*connect)(int dev, NcclCommConfig* config, void* handle, void** send_comm, NcclNetDeviceHandle** dev_comm);
-  NcclResult (*accept)(void* listen_comm, void** recv_comm, NcclNetDeviceHandle** dev_comm);
-  NcclResult (*reg_mr)(void* comm, void* data, size_t size, int type, void** mhandle);
-  DCCL_NCCL_NET_DMABUF
-  NcclResult (*isend)(void* send_comm, void* data, size_t size, int tag, void* mhandle, void* phandle, void** request);
-  NcclResult (*irecv)(void* recv_comm, int n, void** data, size_t* sizes, int* tags, void** mhandles, void** phandles,
-                      void** request);
-  DCCL_NCCL_NET_TAIL
-  NcclResult (*make_vdevice)(int* dev, NcclVDeviceProps* props);
+  DCCL_NCCL_NET_V10_REST
 };
 
 struct NcclNetV11 {
@@ -201,14 +205,7 @@ struct NcclNetV11 {
   NcclResult (*get_properties)(int dev, NcclPropsV11* props);
   NcclResult (*listen)(void* ctx, int dev, void* handle, void** listen_comm);
   NcclResult (*connect)(void* ctx, int dev, void* handle, void** send_comm, NcclNetDeviceHandle** dev_comm);
-  NcclResult (*accept)(void* listen_comm, void** recv_comm, NcclNetDeviceHandle** dev_comm);
-  NcclResult (*reg_mr)(void* comm, void* data, size_t size, int type, void** mhandle);
-  DCCL_NCCL_NET_DMABUF
-  NcclResult (*isend)(void* send_comm, void* data, size_t size, int tag, void* mhandle, void* phandle, void** request);
-  NcclResult (*irecv)(void* recv_comm, int n, void** data, size_t* sizes, int* tags, void** mhandles, void** phandles,
-                      void** request);
-  DCCL_NCCL_NET_TAIL
-  NcclResult (*make_vdevice)(int* dev, NcclVDeviceProps* props);
+  DCCL_NCCL_NET_V10_REST
   NcclResult (*finalize)(void* ctx);
   NcclResult (*set_net_attr)(void* ctx, NcclNetAttr* attr);
 };
