@@ -88,6 +88,12 @@ class Report(unittest.TestCase):
         self.assertIn("| 4 x 1 | 1 | 16M | 0.050 (0.30) | - |", text)
         self.assertIn("| 4 x 1 | 1 | 16M | 2.50 |", text)  # hier over gloo, allreduce
 
+    def test_smallest_size_has_an_element_per_rank(self):
+        self.assertEqual(ch.smallest("all_reduce", ["8", "32", "16M"], 4), "8")
+        self.assertEqual(ch.smallest("all_gather", ["8", "32", "16M"], 4), "32")  # 2 B per rank is no float
+        self.assertEqual(ch.smallest("all_gather", ["8", "16M"], 4), "16M")
+        self.assertIsNone(ch.smallest("all_gather", ["8"], 4))
+
 
 if __name__ == "__main__":
     unittest.main()
