@@ -101,7 +101,7 @@ class BusBandwidth(unittest.TestCase):
     def test_against_measured_rows(self):
         # A runs.jsonl row of compare-hosts with 2 flows set: the model's busbw beside it.
         net = {"rate": "1gbit", "mtu": None, "fabric": True, "spines": 2, "leaves": None, "flow_rate": "250mbit"}
-        rows = [{"op": "all_reduce", "hosts": 4, "variant": "hier@DCCL_FLOWS=2", "size": 16 * MIB,
+        rows = [{"op": "all_reduce", "hosts": 4, "variant": "hier@DCCL_NET_FLOWS=2", "size": 16 * MIB,
                  "busbw_gbps": 0.05, "net": net},
                 {"op": "all_reduce", "hosts": 4, "variant": "gloo", "size": 16 * MIB, "busbw_gbps": 0.03, "net": net},
                 {"op": "all_reduce", "hosts": 4, "variant": "gloo", "size": 8, "busbw_gbps": 0.0, "net": net}]
@@ -109,13 +109,13 @@ class BusBandwidth(unittest.TestCase):
             path = os.path.join(d, "runs.jsonl")
             with open(path, "w") as f:
                 f.write("".join(json.dumps(r) + "\n" for r in rows))
-            text, errs = fabric.against([path], "DCCL_FLOWS", 1)
+            text, errs = fabric.against([path], "DCCL_NET_FLOWS", 1)
         self.assertEqual(len(errs), 2)  # the 8-byte row is not a bandwidth row
         m2 = flows.fabric_busbw(4, 16 * MIB, 0.125, 2, 0.03125, fabric.plan.LINK[0], 0.95)
         m1 = flows.fabric_busbw(4, 16 * MIB, 0.125, 1, 0.03125, fabric.plan.LINK[0], 0.95)
         self.assertAlmostEqual(m2, 2 * 0.03125 * 0.95, delta=1e-4)
         self.assertEqual(sorted(errs), sorted([(m2 - 0.05) / 0.05, (m1 - 0.03) / 0.03]))
-        self.assertIn("| hier@DCCL_FLOWS=2 | 2 |", text)
+        self.assertIn("| hier@DCCL_NET_FLOWS=2 | 2 |", text)
 
 
 if __name__ == "__main__":
