@@ -49,22 +49,28 @@ def cloud_table():
     v = {k: x[0] for k, x in CLOUD.items()}
     nic, cap, h, s = v["nic_gbps"], v["flow_cap_gbps"], v["hosts_per_leaf"], v["spines"]
     uplink = nic * h / s  # a non-blocking leaf: its uplinks carry what its hosts' NICs can send
-    slow = {f: flows.collision_slowdown(h, f, s, cap, nic, uplink, rebalance=f > 1) for f in FLOWS}
+
+    def slow(n, f, c=cap):
+        return flows.collision_slowdown(h, f, s, c, nic, uplink, rebalance=f > 1, leaves=max(1, n // h))
     head = "| nodes | size | " + " | ".join(f"{f} flow{'s' if f > 1 else ''} GB/s" for f in FLOWS) + \
         f" | {FLOWS[-1]} ÷ 1 |"
     out = [head, "|---|---|" + "---|" * (len(FLOWS) + 1)]
     alpha = cloud_alpha()
     for n in NODES:
+        sl = {f: slow(n, f) for f in FLOWS}
         for size in SIZES:
-            bws = [allreduce_busbw(n, size, nic, f, cap, alpha, v["efficiency"], slow[f]) for f in FLOWS]
-            out.append(f"| {n} | {size >> 20 if size < 1 << 30 else size >> 30} {'MiB' if size < 1 << 30 else 'GiB'} | " + " | ".join(f"{b:.2f}" for b in bws) +
-                       f" | {bws[-1] / bws[0]:.1f}× |")
-    notes = [f"Expected slowdown from ECMP collisions ({h} hosts of a leaf, {s} spines, non-blocking uplinks; "
-             "flows > 1 sprayed and rebalanced): " + ", ".join(f"{f} flow{'s' if f > 1 else ''} {slow[f]:.2f}×"
-                                                             for f in FLOWS) + f". Step latency {alpha:.1f} µs.",
+            bws = [allreduce_busbw(n, size, nic, f, cap, alpha, v["efficiency"], sl[f]) for f in FLOWS]
+            label = f"{size >> 20} MiB" if size < 1 << 30 else f"{size >> 30} GiB"
+            out.append(f"| {n} | {label} | " + " | ".join(f"{b:.2f}" for b in bws) + f" | {bws[-1] / bws[0]:.1f}× |")
+    lo, hi = NODES[0], NODES[-1]
+    notes = [f"Expected slowdown of a step from ECMP collisions ({h} hosts a leaf, {s} spines, non-blocking "
+             "uplinks, every leaf at once; more than one flow sprayed and rebalanced), "
+             f"{lo} and {hi} nodes: " + ", ".join(f"{f} flow{'s' if f > 1 else ''} {slow(lo, f):.2f}× and "
+                                                   f"{slow(hi, f):.2f}×" for f in FLOWS) +
+             f". Step latency {alpha:.1f} µs.",
              "Without the cap (one flow may fill the NIC) the collisions decide instead: one flow per peer "
-             f"{flows.collision_slowdown(h, 1, s, 0.0, nic, uplink):.2f}× slower than spread evenly, 8 flows sprayed "
-             f"{flows.collision_slowdown(h, 8, s, 0.0, nic, uplink):.2f}×."]
+             f"{slow(lo, 1, 0.0):.2f}× ({lo} nodes) and {slow(hi, 1, 0.0):.2f}× ({hi}) slower than spread evenly, "
+             f"8 flows sprayed {slow(lo, 8, 0.0):.2f}× and {slow(hi, 8, 0.0):.2f}×."]
     return "\n".join(out), notes
 
 

@@ -19,10 +19,13 @@ A collective step ends when its slowest host has sent its bytes:
 
 collision_slowdown() is the expected step time over every hash of the flows, against
 the step without collisions (flows spread as evenly as the spines allow), enumerated
-exactly up to 4,096 hashes, sampled (seeded) above. Only the sending leaf's uplinks are
+exactly up to 4,096 hashes, sampled (seeded) above. Every leaf sends at once and hashes
+its flows independently; a synchronised step waits for the slowest leaf, so at scale
+the step meets the rare bad hash somewhere. Only the sending leaf's uplinks are
 modelled: with one destination leaf (the emulated fabric) the spine->leaf links carry the
 same flows.
 """
+import functools
 import itertools
 import math
 import random
@@ -71,19 +74,28 @@ def step_rate(spine_of, hosts, flows, cap, nic, uplink, rebalance):
     return min(sum(r) if rebalance else flows * min(r) for r in per_host)
 
 
-def collision_slowdown(hosts, flows, spines, cap, nic, uplink, rebalance=True, seed=1):
-    """Expected step time over ECMP's hashes / the step time with the flows spread evenly
-    (>= 1). hosts: hosts of one leaf sending at once, each over `flows` flows."""
+@functools.lru_cache(maxsize=None)
+def leaf_slowdowns(hosts, flows, spines, cap, nic, uplink, rebalance, seed):
+    """One leaf's step time over every hash (or the samples) / the even spread, sorted."""
     k = hosts * flows
     even = step_rate([i % spines for i in range(k)], hosts, flows, cap, nic, uplink, rebalance)
     if spines ** k <= EXACT_MAX:
         hashes = itertools.product(range(spines), repeat=k)
-        count = spines ** k
     else:
         rng = random.Random(seed)
         hashes = ([rng.randrange(spines) for _ in range(k)] for _ in range(SAMPLES))
-        count = SAMPLES
-    return sum(even / step_rate(list(h), hosts, flows, cap, nic, uplink, rebalance) for h in hashes) / count
+    return tuple(sorted(even / step_rate(list(h), hosts, flows, cap, nic, uplink, rebalance) for h in hashes))
+
+
+def collision_slowdown(hosts, flows, spines, cap, nic, uplink, rebalance=True, seed=1, leaves=1):
+    """Expected step time over ECMP's hashes / the step time with the flows spread evenly
+    (>= 1). hosts: hosts of one leaf sending at once, each over `flows` flows; leaves:
+    leaves sending at once, hashed independently: the step waits for the slowest (the
+    expected maximum of `leaves` draws from one leaf's distribution)."""
+    slow = leaf_slowdowns(hosts, flows, spines, cap, nic, uplink, rebalance, seed)
+    n = len(slow)
+    # E[max of `leaves` iid draws] = sum over the sorted values of v_i (P(max <= v_i) - P(max <= v_(i-1))).
+    return sum(v * (((i + 1) / n) ** leaves - (i / n) ** leaves) for i, v in enumerate(slow))
 
 
 def fabric_busbw(nodes, size, nic_gbps, flows, cap_gbps, alpha_us, efficiency=1.0, slowdown=1.0, op="all_reduce"):

@@ -52,6 +52,13 @@ class Collisions(unittest.TestCase):
         # 4 hashes: 2 put both flows on one spine (half rate: 2x the time), 2 spread them.
         self.assertAlmostEqual(flows.collision_slowdown(2, 1, 2, 0.0, 1.0, 1.0), (2 + 2 + 1 + 1) / 4)
 
+    def test_slowest_of_two_leaves(self):
+        # Two leaves as above, hashed independently: only when neither collides (1/4)
+        # is the step at full speed: 1/4 * 1 + 3/4 * 2.
+        self.assertAlmostEqual(flows.collision_slowdown(2, 1, 2, 0.0, 1.0, 1.0, leaves=2), 1.75)
+        # 3 leaves: P(no collision anywhere) = 1/8.
+        self.assertAlmostEqual(flows.collision_slowdown(2, 1, 2, 0.0, 1.0, 1.0, leaves=3), 1 / 8 + 7 / 8 * 2)
+
     def test_two_flows_each_rebalanced(self):
         # 16 hashes of 4 flows: all on one spine (2 hashes): every host at 1/2, time 2x;
         # 3 on one and 1 alone (8): the host with both flows on the full spine gets 2/3,
