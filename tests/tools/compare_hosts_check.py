@@ -67,6 +67,10 @@ class Launches(unittest.TestCase):
         self.assertIn("all_gather", argv(FABRIC, "hier", "all_gather"))
         with self.assertRaises(SystemExit):
             ch.split_variant("hier@nokey")
+        self.assertEqual(ch.split_variants("hier,hier@DCCL_ALGO=allreduce:rhd,allgather:bruck@X=1,gloo"),
+                         ["hier", "hier@DCCL_ALGO=allreduce:rhd,allgather:bruck@X=1", "gloo"])
+        self.assertEqual(ch.split_variant("hier@DCCL_ALGO=allreduce:rhd,allgather:bruck")[1],
+                         ["DCCL_ALGO=allreduce:rhd,allgather:bruck"])
 
     def test_bridge_unchanged(self):
         a = argv(BRIDGE, "hier")
