@@ -93,14 +93,74 @@ def row_flows(variant, flows_var, default_flows):
     return default_flows if base in ("hier", "flat", "ring") else 1
 
 
+def leaf_of(hosts, leaves, h):
+    """dccl-run --fabric's leaf of host h: block-wise, the first hosts % leaves leaves one more."""
+    per, extra = divmod(hosts, leaves)
+    edge = extra * (per + 1)
+    return h // (per + 1) if h < edge else extra + (h - edge) // per
+
+
+def steps(op, algo, n, size):
+    """[(bytes each rank sends, destination of rank r)] of one collective, step by step."""
+    if algo == "ring":
+        count = 2 * (n - 1) if op == "all_reduce" else n - 1
+        return [(size / n, lambda r: (r + 1) % n)] * count
+    if algo == "rhd" and op == "all_reduce":  # halving from distance n/2, doubling back
+        rs, d, m = [], n // 2, size
+        while d >= 1:
+            m /= 2
+            rs.append((m, lambda r, d=d: r ^ d))
+            d //= 2
+        return rs + rs[::-1]
+    if algo == "bruck" and op == "all_gather":
+        out, d = [], 1
+        while d < n:
+            out.append((min(d, n - d) * size / n, lambda r, d=d: (r - d) % n))
+            d *= 2
+        return out
+    raise ValueError(f"no step model of {op} {algo}")
+
+
+def emulated_busbw(op, algo, hosts, leaves, spines, size, nic, cap, nflows, alpha, eff):
+    """busbw (GB/s) of op on the emulated fabric: per step, the leaves whose hosts send to
+    another leaf hash those flows over the spines (collision_slowdown, the most senders of
+    any leaf, every such leaf at once); the rest cross only their leaf's bridge. Every
+    link runs at the NIC's rate (dccl-run shapes them all alike)."""
+    t = 0.0
+    for m, dest in steps(op, algo, hosts, size):
+        out = [0] * leaves
+        for r in range(hosts):
+            if leaf_of(hosts, leaves, r) != leaf_of(hosts, leaves, dest(r)):
+                out[leaf_of(hosts, leaves, r)] += 1
+        senders, busy = max(out), sum(1 for c in out if c == max(out))
+        slow = 1.0 if senders == 0 else flows.collision_slowdown(
+            senders, nflows, spines, cap, nic, nic, rebalance=nflows > 1, leaves=busy)
+        t += alpha + cm.us(m, flows.peer_gbps(nic, nflows, cap) * eff / slow)
+    factor = 2 if op == "all_reduce" else 1
+    return size / (t * 1e3) * factor * (hosts - 1) / hosts
+
+
+def row_algo(variant, op):
+    """The algorithm a row ran at >= 1 MiB: DCCL_ALGO's for op when the variant sets it,
+    else the ring (DirectCCL's tuner above 256 KiB; Gloo's ring; Open MPI and the Intel
+    libraries taken as rings too)."""
+    name = {"all_reduce": "allreduce", "all_gather": "allgather"}[op]
+    for kv in variant.split("@")[1:]:
+        k, _, v = kv.partition("=")
+        if k == "DCCL_ALGO":
+            for item in v.split(","):
+                coll, _, algo = item.rpartition(":")
+                if coll in ("", name):
+                    return algo
+    return "ring"
+
+
 def predict_row(r, nflows):
-    """The model's busbw (GB/s) for one measured row (its net settings from compare-hosts).
-    The emulated ranks sit block-wise under the leaves, so a ring crosses each leaf
-    boundary once per direction: one sender per leaf, no collisions."""
+    """The model's busbw (GB/s) for one measured row (its net settings from compare-hosts)."""
     net = r["net"]
     nic, cap = parse_rate(net["rate"]), parse_rate(net.get("flow_rate"))
-    eff = CLOUD["efficiency"][0]
-    return flows.fabric_busbw(r["hosts"], r["size"], nic, nflows, cap, plan.LINK[0], eff, 1.0, r["op"])
+    return emulated_busbw(r["op"], row_algo(r["variant"], r["op"]), r["hosts"], net.get("leaves") or r["hosts"],
+                          net["spines"], r["size"], nic, cap, nflows, plan.LINK[0], CLOUD["efficiency"][0])
 
 
 def against(paths, flows_var, default_flows, min_size=1 << 20):

@@ -30,7 +30,6 @@ import itertools
 import math
 import random
 
-import costmodel as cm
 
 EXACT_MAX = 4096  # hashes enumerated exactly; sampled above
 SAMPLES = 2000
@@ -96,16 +95,3 @@ def collision_slowdown(hosts, flows, spines, cap, nic, uplink, rebalance=True, s
     n = len(slow)
     # E[max of `leaves` iid draws] = sum over the sorted values of v_i (P(max <= v_i) - P(max <= v_(i-1))).
     return sum(v * (((i + 1) / n) ** leaves - (i / n) ** leaves) for i, v in enumerate(slow))
-
-
-def fabric_busbw(nodes, size, nic_gbps, flows, cap_gbps, alpha_us, efficiency=1.0, slowdown=1.0, op="all_reduce"):
-    """Bus bandwidth (GB/s) of a ring allreduce or allgather on the fabric: the peer's
-    bandwidth (flows x cap, or the NIC) times TCP's payload efficiency, every step
-    stretched by the collisions' expected slowdown."""
-    gbps = peer_gbps(nic_gbps, flows, cap_gbps) * efficiency / slowdown
-    link = cm.Link(alpha=alpha_us, gbps=gbps)
-    if op == "all_gather":
-        t = (nodes - 1) * cm.net_msg(link, size / nodes)
-        return size / (t * 1e3) * (nodes - 1) / nodes
-    t = cm.ring(nodes, size, link, math.inf)
-    return cm.busbw(size, t, nodes)

@@ -87,23 +87,51 @@ class Collisions(unittest.TestCase):
 
 class BusBandwidth(unittest.TestCase):
     def test_ring_allreduce_on_the_fabric(self):
-        # 4 hosts, 16 MiB, 1 Gbit/s links, one flow capped at 250 Mbit/s = 0.03125 GB/s,
-        # 1,000 us per message: 6 steps of 4 MiB at 31.25 B/us.
+        # 4 hosts, one leaf each, 16 MiB, 1 Gbit/s links, one flow capped at 250 Mbit/s =
+        # 0.03125 GB/s, 1,000 us per message: 6 steps of 4 MiB at 31.25 B/us.
         t = 6 * (1000 + 4 * MIB / 31.25)
         want = 16 * MIB / (t * 1e3) * 2 * 3 / 4
-        self.assertAlmostEqual(flows.fabric_busbw(4, 16 * MIB, 0.125, 1, 0.03125, 1000.0), want, places=12)
-        # Four flows fill the link; TCP's payload efficiency and a 1.5x slowdown scale it.
-        t = 6 * (1000 + 4 * MIB / (125 * 0.95 / 1.5))
-        want = 16 * MIB / (t * 1e3) * 1.5
-        self.assertAlmostEqual(flows.fabric_busbw(4, 16 * MIB, 0.125, 4, 0.03125, 1000.0, 0.95, 1.5), want,
-                               places=12)
+        got = fabric.emulated_busbw("all_reduce", "ring", 4, 4, 2, 16 * MIB, 0.125, 0.03125, 1, 1000.0, 1.0)
+        self.assertAlmostEqual(got, want, places=12)
+        # Four flows fill the link, at TCP's payload efficiency.
+        t = 6 * (1000 + 4 * MIB / (125 * 0.95))
+        got = fabric.emulated_busbw("all_reduce", "ring", 4, 4, 2, 16 * MIB, 0.125, 0.03125, 4, 1000.0, 0.95)
+        self.assertAlmostEqual(got, 16 * MIB / (t * 1e3) * 1.5, places=12)
 
     def test_ring_allgather(self):
         # 3 steps of 4 MiB, busbw = S / t x 3/4.
         t = 3 * (10 + 4 * MIB / 31.25)
         want = 16 * MIB / (t * 1e3) * 3 / 4
-        self.assertAlmostEqual(flows.fabric_busbw(4, 16 * MIB, 0.125, 1, 0.03125, 10.0, op="all_gather"), want,
-                               places=12)
+        got = fabric.emulated_busbw("all_gather", "ring", 4, 4, 2, 16 * MIB, 0.125, 0.03125, 1, 10.0, 1.0)
+        self.assertAlmostEqual(got, want, places=12)
+
+    def test_halving_doubling_collides_across_two_leaves(self):
+        # 4 hosts, 2 leaves (0, 1 | 2, 3), no cap, 1 Gbit/s everywhere, one flow each.
+        # Steps: distance 2 with 8 MiB (0<->2, 1<->3: each leaf sends 2 flows over 2
+        # spines, both leaves at once: expected 1.75x), distance 1 with 4 MiB (in the
+        # leaf), then the same back. No latency.
+        t = 2 * (8 * MIB / 125 * 1.75 + 4 * MIB / 125)
+        want = 16 * MIB / (t * 1e3) * 1.5
+        got = fabric.emulated_busbw("all_reduce", "rhd", 4, 2, 2, 16 * MIB, 0.125, 0.0, 1, 0.0, 1.0)
+        self.assertAlmostEqual(got, want, places=12)
+        # The ring crosses each leaf boundary once each way: one flow a leaf, no collision.
+        got = fabric.emulated_busbw("all_reduce", "ring", 4, 2, 2, 16 * MIB, 0.125, 0.0, 1, 0.0, 1.0)
+        self.assertAlmostEqual(got, 0.125, places=12)
+
+    def test_bruck_steps(self):
+        # 4 ranks: distance 1 with one block (one flow a leaf crosses), distance 2 with two
+        # blocks (two flows a leaf: 1.75x). Blocks of 4 MiB at 125 B/us.
+        t = 4 * MIB / 125 + 8 * MIB / 125 * 1.75
+        want = 16 * MIB / (t * 1e3) * 3 / 4
+        got = fabric.emulated_busbw("all_gather", "bruck", 4, 2, 2, 16 * MIB, 0.125, 0.0, 1, 0.0, 1.0)
+        self.assertAlmostEqual(got, want, places=12)
+
+    def test_algorithm_of_a_row(self):
+        self.assertEqual(fabric.row_algo("gloo", "all_reduce"), "ring")
+        v = "hier@DCCL_ALGO=allreduce:rhd,allgather:bruck@DCCL_NET_FLOWS=1"
+        self.assertEqual(fabric.row_algo(v, "all_reduce"), "rhd")
+        self.assertEqual(fabric.row_algo(v, "all_gather"), "bruck")
+        self.assertEqual(fabric.row_algo("hier@DCCL_ALGO=allreduce:rhd", "all_gather"), "ring")
 
     def test_against_measured_rows(self):
         # A runs.jsonl row of compare-hosts with 2 flows set: the model's busbw beside it.
@@ -118,8 +146,9 @@ class BusBandwidth(unittest.TestCase):
                 f.write("".join(json.dumps(r) + "\n" for r in rows))
             text, errs = fabric.against([path], "DCCL_NET_FLOWS", 1)
         self.assertEqual(len(errs), 2)  # the 8-byte row is not a bandwidth row
-        m2 = flows.fabric_busbw(4, 16 * MIB, 0.125, 2, 0.03125, fabric.plan.LINK[0], 0.95)
-        m1 = flows.fabric_busbw(4, 16 * MIB, 0.125, 1, 0.03125, fabric.plan.LINK[0], 0.95)
+        a = fabric.plan.LINK[0]
+        m2 = fabric.emulated_busbw("all_reduce", "ring", 4, 4, 2, 16 * MIB, 0.125, 0.03125, 2, a, 0.95)
+        m1 = fabric.emulated_busbw("all_reduce", "ring", 4, 4, 2, 16 * MIB, 0.125, 0.03125, 1, a, 0.95)
         self.assertAlmostEqual(m2, 2 * 0.03125 * 0.95, delta=1e-4)
         self.assertEqual(sorted(errs), sorted([(m2 - 0.05) / 0.05, (m1 - 0.03) / 0.03]))
         self.assertIn("| hier@DCCL_NET_FLOWS=2 | 2 |", text)
