@@ -164,7 +164,7 @@ def predict_row(r, nflows):
 
 
 def against(paths, flows_var, default_flows, min_size=1 << 20):
-    """Markdown rows: measured median busbw, the model's, the error; and the worst error."""
+    """Markdown rows: measured median busbw, the model's, the error; and the errors by variant."""
     groups = {}
     for p in paths:
         with open(p) as f:
@@ -175,12 +175,12 @@ def against(paths, flows_var, default_flows, min_size=1 << 20):
                     groups.setdefault(key, []).append(r)
     out = ["| run | op | variant | flows | size | measured busbw GB/s | model GB/s | error |",
            "|---|---|---|---|---|---|---|---|"]
-    errs = []
+    errs = {}  # variant -> [relative error]
     for (run, op, variant, size), rs in sorted(groups.items()):
         nf = row_flows(variant, flows_var, default_flows)
         meas = statistics.median(r["busbw_gbps"] for r in rs)
         model = predict_row(rs[0], nf)
         e = (model - meas) / meas
-        errs.append(e)
+        errs.setdefault(variant, []).append(e)
         out.append(f"| {run} | {op} | {variant} | {nf} | {size >> 20} MiB | {meas:.4f} | {model:.4f} | {e * 100:+.0f}% |")
     return "\n".join(out), errs
