@@ -22,6 +22,7 @@
   X(net_ifname, "DCCL_NET_IFNAME", Str, "", "Network rails (NICs) by interface name, comma list in rail order, exact names; init fails naming what exists when one is not offered. Empty: every non-loopback IPv4 interface tcp;ofi_rxm offers (docker*, virbr* left out). A rank's rail is its local rank mod the rail count") \
   X(net_stripe_bytes, "DCCL_NET_STRIPE_BYTES", Bytes, "128K", "With one rank per host and >= 2 rails at both ends: message parts of at least this size are cut into one piece per rail (0: never stripe)") \
   X(net_sock_bytes, "DCCL_NET_SOCK_BYTES", Bytes, "64M", "With DCCL_TRUST_NETWORK=1: host-memory messages up to this size to peers reached over tcp;ofi_rxm take DirectCCL's own socket path: one TCP connection per pair, one system call per message at each end, payloads read straight into the receive (0: every message through libfabric, refused unless DCCL_TRUST_NETWORK=1; larger messages go through libfabric, whose rendezvous waits for the receive where the socket path would buffer an early message)") \
+  X(net_flows, "DCCL_NET_FLOWS", Int, "0", "TCP connections (flows) per peer on DirectCCL's socket path, each from its own port so that multipath routing and per-flow rate caps tell them apart; messages of at least 256 KiB are cut into chunks sent over whichever flow has the fewest bytes queued. 0: automatic, 1 to a peer on the same host or over loopback, 4 across hosts; a pair takes the smaller of both ends' numbers") \
   X(trust_network, "DCCL_TRUST_NETWORK", Bool, "0", "1: trust the network, so that libfabric providers that identify a peer by its address (tcp;ofi_rxm, udp;ofi_rxd, sockets) carry the job's data as they are: DCCL_NET_SOCK_BYTES, striping over rails and peer-direct device memory across hosts then apply (logged as a warning). 0: host memory to peers reached over tcp takes DirectCCL's socket path, authenticated with the job secret, at every size; device memory to them is staged through it; tcp;ofi_rxm is not opened; another such DCCL_PROVIDER is refused. shm, efa and verbs are trusted as they are (docs/reliability.md)") \
   X(sim_dmabuf, "DCCL_SIM_DMABUF", Bool, "1", "sim accelerator memory offers dma-buf export (0: not, as memory a NIC cannot reach; tests the staged fallback)") \
   X(socket_ifname, "DCCL_SOCKET_IFNAME", Str, "", "Interface for the bootstrap store; empty: the one that reaches the root") \
@@ -54,6 +55,7 @@
   R("DCCL_CHUNK_BYTES", 0, 1ULL << 30)                            \
   R("DCCL_NET_STRIPE_BYTES", 0, 1ULL << 30)                       \
   R("DCCL_NET_SOCK_BYTES", 0, 1ULL << 40)                         \
+  R("DCCL_NET_FLOWS", 0, 64)                                      \
   R("DCCL_HIER_PIECE_BYTES", 0, 1ULL << 30)                       \
   R("DCCL_STAGING_SLOT_BYTES", 4096, 1ULL << 30)                  \
   R("DCCL_STAGING_SLOTS", 2, 1024)                                \

@@ -4,7 +4,9 @@
 //   net/fabric/fabric_link.hpp   one libfabric endpoint and the peer's address on it
 //   net/fabric/striped_link.hpp  pieces of a message over several rails' endpoints
 //   net/sock/sock_link.hpp       DirectCCL's socket path (one TCP connection per pair)
-// A new path (several flows per peer, a link driven by an NCCL network plugin) is a
+//   net/sock/flows_link.hpp      the socket path over several TCP connections per pair,
+//                                large messages sprayed over them in chunks
+// A new path (a link driven by an NCCL network plugin) is a
 // new kind: it implements this class, lists the links it is made of in parts(),
 // and the code that plans routes (net/transport_routes.cc) gives it to the peers it
 // serves. Nothing in the transport branches on the kind.

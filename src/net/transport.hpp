@@ -107,6 +107,9 @@ struct TransportOptions {
   // DCCL_NET_SOCK_BYTES: host-memory messages up to this size to peers routed over
   // tcp;ofi_rxm take DirectCCL's socket path (net/sock/sock_path.hpp); 0: never.
   uint64_t sock_bytes = 0;
+  // DCCL_NET_FLOWS: TCP connections per pair on the socket path (0: automatic,
+  // net/sock/spray.hpp).
+  int flows = 0;
   // The job secret: both ends of a socket-path connection prove they know it.
   std::array<uint8_t, 16> secret{};
   // DCCL_TRUST_NETWORK: false (the default) keeps every untrusted provider

@@ -89,6 +89,7 @@ FabricTransport::FabricTransport(const TransportOptions& o) : LinkTransport(o) {
   if (sock_max > 0 && !tcp_ips.empty() &&
       std::find(tcp_ips.begin(), tcp_ips.end(), std::string()) == tcp_ips.end()) {
     sock_ = std::make_unique<SockPath>(o.rank, sock_max, o.timeout, tcp_ips, tcp_rails, o.secret);
+    sock_->set_flows(o.flows);
     self_.sock = sock_->address();
   }
 }

@@ -12,6 +12,7 @@
 #include "net/fabric/fabric_link.hpp"
 #include "net/fabric/striped_link.hpp"
 #include "net/fabric_transport.hpp"
+#include "net/sock/flows_link.hpp"
 #include "net/sock/sock_link.hpp"
 
 namespace dccl::net {
@@ -53,6 +54,7 @@ void FabricTransport::connect(const std::vector<std::string>& blobs, std::chrono
   int striped = 0;
   std::string stripe_rails;
   std::vector<std::pair<int, std::string>> sock_peers(blobs.size(), {-1, std::string()});
+  std::vector<bool> same_host(blobs.size(), false);  // the socket path's flows: one to a peer on this host
   bool loop_self = false;
   std::string untrusted_ranks, untrusted_why;
   for (size_t r = 0; r < blobs.size(); ++r) {
@@ -64,6 +66,7 @@ void FabricTransport::connect(const std::vector<std::string>& blobs, std::chrono
       core::raise(e.code(), core::describe(rank, "connect", e.what()));
     }
     Plan& rt = routes[r];
+    same_host[r] = b.same_host(self_);
     ++peers_of[plan.provider];
     if (!trusted(plan.provider)) {
       // No fabric lane: the socket path carries everything, this rank's own messages too.
@@ -135,7 +138,7 @@ void FabricTransport::connect(const std::vector<std::string>& blobs, std::chrono
     }
   }
   if (sock_) {
-    sock_->connect(sock_peers, loop_self, until);
+    sock_->connect(sock_peers, loop_self, until, same_host);
     for (size_t r = 0; r < routes.size(); ++r) routes[r].sock = sock_->limit(static_cast<int>(r)) > 0;
     if (!sock_->any()) sock_.reset();
   }
@@ -147,10 +150,14 @@ void FabricTransport::connect(const std::vector<std::string>& blobs, std::chrono
     const Plan& p = routes[r];
     Route& out = links_of[r];
     if (p.sock || p.sock_only) {
-      auto l = std::make_unique<SockLink>(sock_.get(), static_cast<int>(r));
-      out.small_max = l->limit();
-      out.small = l.get();
-      links.push_back(std::move(l));
+      // Several flows to the peer: the link that sprays large messages over them.
+      auto add = [&](auto l) {
+        out.small_max = l->limit();
+        out.small = l.get();
+        links.push_back(std::move(l));
+      };
+      if (sock_->flows(static_cast<int>(r)) > 1) add(std::make_unique<FlowsLink>(sock_.get(), static_cast<int>(r)));
+      else add(std::make_unique<SockLink>(sock_.get(), static_cast<int>(r)));
     }
     if (p.sock_only) {
       out.link = out.small;
@@ -203,6 +210,9 @@ void FabricTransport::connect(const std::vector<std::string>& blobs, std::chrono
   const auto sock_only = std::count_if(routes.begin(), routes.end(), [](const Plan& x) { return x.sock_only; });
   const auto sock_limited =
       std::count_if(routes.begin(), routes.end(), [](const Plan& x) { return x.sock && !x.sock_only; });
+  int max_flows = 1;
+  for (size_t r = 0; sock_ && r < routes.size(); ++r) max_flows = std::max(max_flows, sock_->flows(static_cast<int>(r)));
+  if (max_flows > 1) log += "; up to " + std::to_string(max_flows) + " socket flows per peer (DCCL_NET_FLOWS)";
   if (sock_only)
     log += "; every message to " + std::to_string(sock_only) +
            " of them over DirectCCL's authenticated socket path (the network is not trusted: DCCL_TRUST_NETWORK=0)";

@@ -23,12 +23,12 @@ namespace {
 using namespace std::chrono_literals;
 using Secret = std::array<uint8_t, 16>;
 
-// "sock1 LIMIT NONCE ip:port" -> the nonce and the port.
+// "sock2 LIMIT NONCE FLOWS ip:port" -> the nonce and the port.
 void parse_address(const std::string& a, uint64_t* nonce, uint16_t* port) {
   unsigned long long lim = 0, n = 0;
   char ip[64] = {};
   unsigned p = 0;
-  ASSERT_EQ(sscanf(a.c_str(), "sock1 %llu %llx %63[0-9.]:%u", &lim, &n, ip, &p), 4) << a;
+  ASSERT_EQ(sscanf(a.c_str(), "sock2 %llu %llx %*d %63[0-9.]:%u", &lim, &n, ip, &p), 4) << a;
   *nonce = n;
   *port = static_cast<uint16_t>(p);
 }
@@ -175,7 +175,7 @@ TEST(SockIntro, ImpostorWithoutTheSecretIsRefused) {
   std::string err = "accepted";
   std::thread t([&] {
     try {
-      b.connect({{0, "sock1 1024 1 127.0.0.1:1"}, {0, b.address()}});
+      b.connect({{0, "sock2 1024 1 0 127.0.0.1:1"}, {0, b.address()}});
     } catch (const core::Error& e) {
       err = e.what();
     }

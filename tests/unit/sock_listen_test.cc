@@ -29,7 +29,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::chrono::milliseconds kTimeout{20000};
 
-// The port of the one listener in a SockPath's address ("sock1 LIMIT NONCE ip:port").
+// The port of the one listener in a SockPath's address ("sock2 LIMIT NONCE FLOWS ip:port").
 int port_of(const SockPath& s) {
   const std::string a = s.address();
   return std::stoi(a.substr(a.rfind(':') + 1));

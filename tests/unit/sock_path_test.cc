@@ -194,7 +194,7 @@ TEST(SockPath, PeerExitFailsPendingReceive) {
 TEST(SockPath, AddressAndBlob) {
   SockPath p(0, 1234, std::chrono::milliseconds(1000), {"127.0.0.1"});
   const std::string a = p.address();
-  EXPECT_EQ(a.rfind("sock1 1234 ", 0), 0u) << a;
+  EXPECT_EQ(a.rfind("sock2 1234 ", 0), 0u) << a;
   EXPECT_NE(a.find(" 127.0.0.1:"), std::string::npos) << a;
   Blob b;
   b.host = "h";
@@ -207,7 +207,7 @@ TEST(SockPath, AddressAndBlob) {
   // A malformed peer address is refused by name.
   SockPath q(1, 1234, std::chrono::milliseconds(500), {"127.0.0.1"});
   try {
-    q.connect({{0, "sock1 99 zz"}, {-1, ""}});
+    q.connect({{0, "sock2 99 zz"}, {-1, ""}});
     ADD_FAILURE() << "no error";
   } catch (const core::Error& e) {
     EXPECT_EQ(e.code(), dcclInvalidArgument);
@@ -216,7 +216,7 @@ TEST(SockPath, AddressAndBlob) {
   // A peer that never answers: a timeout naming it.
   SockPath r(1, 1234, std::chrono::milliseconds(300), {"127.0.0.1"});
   try {
-    r.connect({{0, "sock1 99 1 127.0.0.1:1"}, {-1, ""}});  // rank 0 < 1: it would connect to us
+    r.connect({{0, "sock2 99 1 0 127.0.0.1:1"}, {-1, ""}});  // rank 0 < 1: it would connect to us
     ADD_FAILURE() << "no error";
   } catch (const core::Error& e) {
     EXPECT_EQ(e.code(), dcclTimeout);
@@ -230,7 +230,7 @@ TEST(SockPath, ConnectEndsByTheCallersDeadline) {
   SockPath r(1, 1234, std::chrono::milliseconds(20000), {"127.0.0.1"});
   const auto t0 = std::chrono::steady_clock::now();
   try {
-    r.connect({{0, "sock1 99 1 127.0.0.1:1"}, {-1, ""}}, false, t0 + std::chrono::milliseconds(300));
+    r.connect({{0, "sock2 99 1 0 127.0.0.1:1"}, {-1, ""}}, false, t0 + std::chrono::milliseconds(300));
     ADD_FAILURE() << "no error";
   } catch (const core::Error& e) {
     EXPECT_EQ(e.code(), dcclTimeout);

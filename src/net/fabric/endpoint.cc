@@ -167,6 +167,18 @@ MsgOp* Endpoint::alloc_op() {
   return op;
 }
 
+MsgOp* Endpoint::make_op(bool send, fi_addr_t addr, char* buf, size_t len, uint64_t tag, void* desc, Request* req) {
+  MsgOp* op = alloc_op();
+  op->req = req;
+  op->buf = buf;
+  op->len = len;
+  op->desc = desc;
+  op->addr = addr;
+  op->tag = tag;
+  op->send = send;
+  return op;
+}
+
 void Endpoint::free_op(MsgOp* op) {
   op->mr.reset();
   op->req = nullptr;
@@ -206,14 +218,8 @@ void Endpoint::post(bool send, fi_addr_t addr, void* buf, size_t len, uint64_t t
   // Set before the first post: early parts may complete while later ones are posted.
   req->pending_parts.store(static_cast<int>(parts), std::memory_order_release);
   for (size_t i = 0; i < parts; ++i) {
-    MsgOp* op = alloc_op();
-    op->req = req;
-    op->buf = static_cast<char*>(buf) + i * max_part_;
-    op->len = std::min(max_part_, len - i * max_part_);
-    op->desc = desc;
-    op->addr = addr;
-    op->tag = tag;
-    op->send = send;
+    MsgOp* op = make_op(send, addr, static_cast<char*>(buf) + i * max_part_, std::min(max_part_, len - i * max_part_),
+                        tag, desc, req);
     const char* call = nullptr;
     const int rc = submit_locked(op, &call);
     if (rc != 0) {
@@ -234,14 +240,7 @@ void Endpoint::post(bool send, fi_addr_t addr, void* buf, size_t len, uint64_t t
 std::string Endpoint::post_one(bool send, fi_addr_t addr, void* buf, size_t len, uint64_t tag, void* desc,
                                Request* req) {
   std::lock_guard<std::mutex> lk(mu_);
-  MsgOp* op = alloc_op();
-  op->req = req;
-  op->buf = static_cast<char*>(buf);
-  op->len = len;
-  op->desc = desc;
-  op->addr = addr;
-  op->tag = tag;
-  op->send = send;
+  MsgOp* op = make_op(send, addr, static_cast<char*>(buf), len, tag, desc, req);
   const char* call = nullptr;
   const int rc = submit_locked(op, &call);
   if (rc == 0) return {};

@@ -124,6 +124,8 @@ class Endpoint {
   void flush_backlog_locked(std::deque<MsgOp*>& q);
   void complete_locked(MsgOp* op, size_t len, int err, const std::string& text);
   MsgOp* alloc_op();
+  // An op from the pool, filled for one tagged send or receive (under mu_).
+  MsgOp* make_op(bool send, fi_addr_t addr, char* buf, size_t len, uint64_t tag, void* desc, Request* req);
   void free_op(MsgOp* op);
   std::string cq_error_text(const fi_cq_err_entry& e);
 

@@ -17,6 +17,7 @@
 #include "core/socket.hpp"
 #include "net/sock/sock_intro.hpp"
 #include "net/sock/sock_path.hpp"
+#include "net/sock/spray.hpp"
 
 namespace dccl::net {
 
@@ -62,7 +63,7 @@ SockPath::~SockPath() {
 
 std::string SockPath::address() const {
   std::ostringstream out;
-  out << "sock1 " << max_bytes_ << " " << std::hex << nonce_ << std::dec;
+  out << "sock2 " << max_bytes_ << " " << std::hex << nonce_ << std::dec << " " << flows_;
   for (const auto& [fd, a] : listeners_) out << " " << a;
   return out.str();
 }
@@ -73,9 +74,21 @@ static std::string ip_of(const std::string& hostport) {
   return sock::parse_hostport(hostport, &sa) ? sock::host_of(sa) : "";
 }
 
-void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers, bool loop_self, Clock::time_point until) {
+// Whether "ip:port" is on a loopback address.
+static bool loopback(const std::string& hostport) {
+  const std::string ip = ip_of(hostport);
+  return ip.rfind("127.", 0) == 0 || ip == "::1";
+}
+
+// A connection's introduction names the connecting rank and the flow it is: rank +
+// flow * 2^24 (ranks are below 2^24, DCCL_RANK), bound into both proofs.
+static int intro_id(int rank, int flow) { return rank + (flow << 24); }
+
+void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers, bool loop_self, Clock::time_point until,
+                       const std::vector<bool>& local) {
   struct Pending {
     int fd = -1;
+    int flow = 0;
     int peer = -1;  // -1: accepted, not yet introduced
     int rail = 0;   // the listener that accepted it, or the rail connected over
     bool outgoing = false;
@@ -102,6 +115,10 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers, bo
     by_peer_[static_cast<size_t>(rank_)] = self_.get();
   }
   std::vector<uint64_t> limits(peers.size(), 0), nonces(peers.size(), 0);
+  std::vector<std::vector<Conn*>> slots(peers.size());  // per rank, its flows' connections
+  auto complete_pair = [&](size_t r) {
+    return !slots[r].empty() && std::all_of(slots[r].begin(), slots[r].end(), [](Conn* c) { return c != nullptr; });
+  };
   std::vector<Pending> pend;
   std::vector<std::string> allowed;  // addresses of the ranks that connect to this one
   size_t expected_in = 0, refused = 0;
@@ -113,15 +130,20 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers, bo
     std::string magic, nonce_hex;
     uint64_t lim = 0;
     std::vector<std::string> eps;
-    in >> magic >> lim >> nonce_hex;
+    int their_flows = -1;
+    in >> magic >> lim >> nonce_hex >> their_flows;
     for (std::string a; in >> a;) eps.push_back(a);
     const std::string whose = "rank " + std::to_string(r) + "'s socket address '" + addr + "'";
-    if (magic != "sock1" || nonce_hex.empty() || static_cast<size_t>(rail) >= eps.size())
+    if (magic != "sock2" || nonce_hex.empty() || static_cast<size_t>(rail) >= eps.size() || their_flows < 0 ||
+        their_flows > spray::kMaxFlows)
       core::raise(dcclInvalidArgument, core::describe(rank_, "socket path", "malformed " + whose));
     nonces[r] = strtoull(nonce_hex.c_str(), nullptr, 16);
     limits[r] = std::min(lim, max_bytes_);
+    const bool near = (r < local.size() && local[r]) || loopback(eps[static_cast<size_t>(rail)]);
+    const int nflows = spray::pair_flows(flows_, their_flows, near);
+    slots[r].assign(static_cast<size_t>(nflows), nullptr);
     if (static_cast<int>(r) < rank_) {
-      ++expected_in;
+      expected_in += static_cast<size_t>(nflows);
       for (const std::string& e : eps) allowed.push_back(ip_of(e));
       continue;
     }
@@ -131,7 +153,10 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers, bo
     p.outgoing = true;
     if (!sock::parse_hostport(eps[static_cast<size_t>(rail)], &p.sa))
       core::raise(dcclInvalidArgument, core::describe(rank_, "socket path", "malformed " + whose));
-    pend.push_back(p);
+    for (int f = 0; f < nflows; ++f) {
+      p.flow = f;
+      pend.push_back(p);
+    }
   }
   // Listen only while the ranks that connect to this one do so (and not at all when
   // none does); until then their connects are refused and retried.
@@ -149,9 +174,10 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers, bo
     c->peer = p.peer;
     c->rail = p.rail < static_cast<int>(rails_.size()) ? p.rail : 0;
     c->limit = limits[static_cast<size_t>(p.peer)];
-    c->stage.resize(64 << 10);
+    c->flow = p.flow;
+    c->stage.resize(c->flow == 0 ? 64 << 10 : 64);
     sock::set_nodelay(c->fd);
-    by_peer_[static_cast<size_t>(p.peer)] = c.get();
+    slots[static_cast<size_t>(p.peer)][static_cast<size_t>(p.flow)] = c.get();
     conns_.push_back(std::move(c));
     p.fd = -1;
   };
@@ -171,7 +197,7 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers, bo
       if (now >= deadline) {
         std::string missing;
         for (size_t r = 0; r < peers.size(); ++r)
-          if (peers[r].first >= 0 && !peers[r].second.empty() && static_cast<int>(r) != rank_ && !by_peer_[r])
+          if (peers[r].first >= 0 && !peers[r].second.empty() && static_cast<int>(r) != rank_ && !complete_pair(r))
             missing += (missing.empty() ? "" : ", ") + std::to_string(r);
         core::raise(dcclTimeout, core::describe(rank_, "socket path",
                                                 "no connection with rank(s) " + missing + " within " +
@@ -255,7 +281,7 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers, bo
           p.nc = IntroNonce::fresh();
           p.want = kIntroAnswerBytes;
           char hello[kIntroHelloBytes];
-          intro_hello(hello, {rank_, p.peer, nonce_, nonces[static_cast<size_t>(p.peer)]}, p.nc);
+          intro_hello(hello, {intro_id(rank_, p.flow), p.peer, nonce_, nonces[static_cast<size_t>(p.peer)]}, p.nc);
           if (const int e = sock::send_all(p.fd, hello, sizeof(hello), deadline)) {
             last_error = sock::error_text("send to", p.who(), e);
             drop(p);
@@ -282,7 +308,8 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers, bo
         if (p.outgoing) {
           // The answer: the peer proves it knows the job secret; then this rank does.
           char proof[kIntroProofBytes];
-          if (!intro_check_answer(p.in, key, {rank_, p.peer, nonce_, nonces[static_cast<size_t>(p.peer)]}, p.nc,
+          if (!intro_check_answer(p.in, key,
+                                  {intro_id(rank_, p.flow), p.peer, nonce_, nonces[static_cast<size_t>(p.peer)]}, p.nc,
                                   proof)) {
             last_error = "the process answering for rank " + std::to_string(p.peer) +
                          " did not prove that it knows the job secret";
@@ -302,19 +329,23 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers, bo
         }
         if (!p.answered) {
           // The hello: a rank that should connect to us, for this listener; answer the challenge.
-          const int from = intro_hello_from(p.in, nonce_, &p.nc);
-          const bool known = from >= 0 && static_cast<size_t>(from) < peers.size() && from < rank_ &&
+          const int id = intro_hello_from(p.in, nonce_, &p.nc);
+          const int from = id & 0xffffff, flow = id >> 24;
+          const bool known = id >= 0 && static_cast<size_t>(from) < peers.size() && from < rank_ &&
                              peers[static_cast<size_t>(from)].first >= 0 &&
-                             !peers[static_cast<size_t>(from)].second.empty() && !by_peer_[static_cast<size_t>(from)];
+                             !peers[static_cast<size_t>(from)].second.empty() &&
+                             static_cast<size_t>(flow) < slots[static_cast<size_t>(from)].size() &&
+                             !slots[static_cast<size_t>(from)][static_cast<size_t>(flow)];
           if (!known) {
             DCCL_WARN("net: rank %d socket path: refused a connection with a wrong introduction", rank_);
             drop(p);
             continue;
           }
           p.peer = from;
+          p.flow = flow;
           p.na = IntroNonce::fresh();
           char answer[kIntroAnswerBytes];
-          intro_answer(answer, key, {from, rank_, nonces[static_cast<size_t>(from)], nonce_}, p.nc, p.na);
+          intro_answer(answer, key, {id, rank_, nonces[static_cast<size_t>(from)], nonce_}, p.nc, p.na);
           if (sock::send_all(p.fd, answer, sizeof(answer), deadline) != 0) {
             drop(p);
             continue;
@@ -323,8 +354,9 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers, bo
           p.want = kIntroProofBytes;
           continue;
         }
-        if (!intro_check_proof(p.in, key, {p.peer, rank_, nonces[static_cast<size_t>(p.peer)], nonce_}, p.nc, p.na) ||
-            by_peer_[static_cast<size_t>(p.peer)]) {
+        if (!intro_check_proof(p.in, key, {intro_id(p.peer, p.flow), rank_, nonces[static_cast<size_t>(p.peer)], nonce_},
+                               p.nc, p.na) ||
+            slots[static_cast<size_t>(p.peer)][static_cast<size_t>(p.flow)]) {
           DCCL_WARN("net: rank %d socket path: refused a connection claiming to be rank %d: it did not prove that it "
                     "knows the job secret", rank_, p.peer);
           drop(p);
@@ -349,6 +381,13 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers, bo
   }
   for (Pending& p : pend) drop(p);
   stop_listening();  // every pair is connected: nothing more to accept
+  for (size_t r = 0; r < slots.size(); ++r) {
+    if (!complete_pair(r)) continue;
+    Conn* lead = slots[r][0];
+    lead->flows = slots[r];
+    for (Conn* f : slots[r]) f->lead = lead;
+    by_peer_[r] = lead;
+  }
   if (conns_.size() > 1) {
     epfd_ = epoll_create1(EPOLL_CLOEXEC);
     if (epfd_ < 0) core::raise(dcclSystemError, core::describe(rank_, "socket path", sock::error_text("epoll_create1", "", errno)));

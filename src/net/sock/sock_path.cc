@@ -15,6 +15,7 @@
 
 #include "core/error.hpp"
 #include "core/socket.hpp"
+#include "net/sock/spray.hpp"
 #include "net/transport.hpp"
 
 namespace dccl::net {
@@ -66,10 +67,13 @@ void SockPath::post(bool send, int peer, void* buf, size_t len, uint64_t tag, Re
   std::lock_guard<std::mutex> lk(mu_);
   if (!c->dead.empty()) return fail(req, c->dead);
   if (send && c == self_.get()) return send_self_locked(*c, static_cast<const char*>(buf), len, tag, req);
+  if (send && c->flows.size() > 1 && len >= spray::kSprayMinBytes)
+    return post_spray_locked(*c, static_cast<const char*>(buf), len, tag, req);
   if (send) {
-    Tx t{req, {}, static_cast<const char*>(buf), len, 0};
+    Tx t{req, {}, static_cast<const char*>(buf), len, 0, len};
     put_header(t.hdr, tag, len);
     c->txq.push_back(t);
+    c->tx_bytes += len;
     if (c->txq.size() == 1) write_locked(*c);
     return;
   }
@@ -80,7 +84,13 @@ void SockPath::post(bool send, int peer, void* buf, size_t len, uint64_t tag, Re
     if (!it->complete) {
       // Still arriving (only the message being read can be): what came so far moves
       // to the receive's buffer and the rest is read straight into it.
-      if (c->filling != &*it) continue;
+      if (c->filling != &*it) {
+        // A sprayed message: its chunks go on into the unexpected buffer, copied to
+        // the receive's once every byte arrived.
+        if (!take_arriving_locked(*c, *it, req, dst)) continue;
+        drop_unexpected_locked(*c, it);
+        return;
+      }
       if (c->got) memcpy(dst, it->data.p.get(), c->got);
       c->filling = nullptr;
       c->req = req;
@@ -131,7 +141,8 @@ void SockPath::release_held_locked(Conn& c, Request* req, char* dst, uint64_t ta
   }
   watch_locked(c, true);
   int done = 0;
-  if (c.got == c.len) finish_message_locked(c, &done);
+  if (c.spray) start_spray_locked(c);
+  else if (c.got == c.len) finish_message_locked(c, &done);
   std::vector<char> rest = std::move(c.leftover);
   c.leftover.clear();
   if (!rest.empty()) consume_locked(c, rest.data(), rest.size(), &done);
@@ -155,6 +166,8 @@ int SockPath::progress(bool block) {
       const size_t before = c->txq.size();
       if (write_locked(*c)) done += static_cast<int>(before - c->txq.size());
     }
+  for (auto& c : conns_)
+    if (!c->spray_q.empty()) schedule_locked(*c);
   if (conns_.empty()) return done;  // only this rank's own pair: nothing to read
   if (conns_.size() == 1) {
     Conn& c = *conns_[0];
@@ -176,6 +189,8 @@ void SockPath::nap(int64_t ns) {
     std::lock_guard<std::mutex> lk(mu_);
     fds.reserve(conns_.size());
     for (auto& c : conns_) {
+      // Chunks wait for room in a flow's kernel buffer, which no poll reports: look again soon.
+      if (!c->spray_q.empty()) ns = std::min<int64_t>(ns, 100000);
       const short ev = static_cast<short>((c->held ? 0 : POLLIN) | (c->txq.empty() ? 0 : POLLOUT));
       if (c->dead.empty() && ev) fds.push_back(pollfd{c->fd, ev, 0});
     }
@@ -203,12 +218,13 @@ bool SockPath::write_locked(Conn& c) {
     }
     t.off += static_cast<size_t>(w);
     if (t.off < sizeof(t.hdr) + t.len) return true;  // the kernel's buffer is full
-    const size_t len = t.len;
+    const size_t len = t.len, report = t.report;
     Request* req = t.req;
     c.txq.pop_front();  // t is gone from here on
+    c.tx_bytes -= len;
     sent_ += len;
     rail_sent_[static_cast<size_t>(c.rail)] += len;
-    complete(req, len);
+    if (req) complete(req, report);
   }
   return true;
 }
@@ -219,7 +235,8 @@ bool SockPath::read_locked(Conn& c, int* done) {
     char* to;
     size_t room;
     const bool direct = c.in_payload && c.len - c.got >= kDirectReadBytes;
-    const bool header_only = !c.in_payload && large_posted(c);
+    // A flow past the lead carries only chunks: read each header alone, its payload in place.
+    const bool header_only = !c.in_payload && (c.lead != &c || large_posted(c));
     if (direct) {
       to = c.dst + c.got;
       room = c.len - c.got;
@@ -250,6 +267,7 @@ bool SockPath::read_locked(Conn& c, int* done) {
     }
     consume_locked(c, c.stage.data(), static_cast<size_t>(r), done);
     if (!c.dead.empty()) return false;
+    if (c.held) return true;  // what it read past the header waits in leftover
     // A short read took all the kernel held: another recv() would only say EAGAIN
     // (one system call of each small message's ~2). What arrives later is read on
     // the next pass (the connections are level-triggered in epoll).
@@ -278,6 +296,10 @@ void SockPath::consume_locked(Conn& c, const char* p, size_t n, int* done) {
         c.leftover.assign(p, p + n);
         return;
       }
+      if (c.spray) {  // an announcement: the payload comes in chunks
+        start_spray_locked(c);
+        continue;
+      }
       if (c.len == 0) finish_message_locked(c, done);
       continue;
     }
@@ -296,6 +318,13 @@ void SockPath::begin_message_locked(Conn& c) {
   uint64_t tag = 0, len = 0;
   memcpy(&tag, c.hdr, 8);
   memcpy(&len, c.hdr + 8, 8);
+  if (len & spray::kChunk) return begin_chunk_locked(c, tag, len);
+  if (c.lead != &c) {
+    fail_conn_locked(c, "rank " + std::to_string(c.peer) + " sent a message header on a flow that carries only chunks");
+    return;
+  }
+  c.spray = (len & spray::kAnnounce) != 0;
+  len &= ~spray::kAnnounce;
   if (len > c.limit) {
     fail_conn_locked(c, "rank " + std::to_string(c.peer) + " sent a " + std::to_string(len) +
                             "-byte message where this pair's socket path carries at most " + std::to_string(c.limit));
@@ -359,6 +388,7 @@ void SockPath::drop_unexpected_locked(Conn& c, std::list<Unexpected>::iterator i
 }
 
 void SockPath::finish_message_locked(Conn& c, int* done) {
+  if (c.chunk_of) return finish_chunk_locked(c, done);
   c.in_payload = false;
   if (c.req) {
     Request* req = c.req;
@@ -370,10 +400,14 @@ void SockPath::finish_message_locked(Conn& c, int* done) {
   c.filling = nullptr;
 }
 
-void SockPath::fail_conn_locked(Conn& c, const std::string& why) {
+void SockPath::fail_flow_locked(Conn& c, const std::string& why) {
   if (!c.dead.empty()) return;
   c.dead = why;
-  for (Tx& t : c.txq) fail(t.req, why);
+  for (Tx& t : c.txq)
+    if (t.req) fail(t.req, why);
+  c.tx_bytes = 0;
+  c.chunk_of = nullptr;
+  c.wait_seq = -1;
   c.txq.clear();
   for (Posted& p : c.posted) fail(p.req, why);
   c.posted.clear();

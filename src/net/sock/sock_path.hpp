@@ -29,6 +29,17 @@
 // flow control holds the sender) until a receive is posted for that peer.
 // A pair may also be a rank with itself (connect()'s loop_self): messages are then
 // matched in memory, in the same order.
+//
+// Several flows per pair (connect()'s `flows`, DCCL_NET_FLOWS; net/sock/spray.hpp):
+// the pair then has that many TCP connections, each from its own source port, so
+// that equal-cost multipath routing and per-flow rate caps treat them apart. Flow 0
+// (the lead) carries every message as above, in call order; a message of at least
+// kSprayMinBytes instead goes as an announcement on the lead (tag, length: matched
+// there exactly as a message is) and its payload as chunks, each with a header
+// naming the message (its number among the pair's sprayed messages) and its offset,
+// over whichever flows have the fewest bytes queued when the chunk's turn comes
+// (sock_spray.cc). The receiver places each chunk at its offset, in any order; the
+// message completes when every byte arrived. A flow that fails fails the pair.
 #pragma once
 #include <array>
 #include <chrono>
@@ -64,7 +75,7 @@ class SockPath {
   SockPath(const SockPath&) = delete;
   SockPath& operator=(const SockPath&) = delete;
 
-  // What the connection blob carries: "sock1 LIMIT NONCE ip:port ...".
+  // What the connection blob carries: "sock2 LIMIT NONCE FLOWS ip:port ...".
   std::string address() const;
   // Collective over the ranks that take part: peers[r] = (rail index, r's address)
   // for each rank r reached over sockets, rail -1 (or an empty address) for the others;
@@ -73,8 +84,15 @@ class SockPath {
   // peers it could not connect.
   // `until`: the connections are made by then (default: the timeout from now, and
   // never later than that).
+  // `local`: per rank, whether it shares this rank's host (both ends must agree);
+  // with the flows both addresses ask for, it gives each pair's number of flows
+  // (net/sock/spray.hpp pair_flows).
   void connect(const std::vector<std::pair<int, std::string>>& peers, bool loop_self = false,
-               std::chrono::steady_clock::time_point until = {});
+               std::chrono::steady_clock::time_point until = {}, const std::vector<bool>& local = {});
+  // Flows (TCP connections) this rank asks for per pair: 0 automatic (DCCL_NET_FLOWS).
+  void set_flows(int flows) { flows_ = flows; }
+  // Flows of the pair with `peer`: 0 when it is not reached over this path.
+  int flows(int peer) const;
   // Largest message to `peer` this path carries; 0 when the peer is not reached over it.
   uint64_t limit(int peer) const;
   bool any() const { return !conns_.empty() || self_; }
@@ -99,12 +117,24 @@ class SockPath {
 
  private:
   struct Tx {
-    Request* req;
+    Request* req;  // nullptr: a sprayed message's announcement (its chunks complete it)
     char hdr[16];
     const char* buf;
     size_t len;
     size_t off;  // over header + payload
+    size_t report = 0;  // the length the request completes with
   };
+  // A sprayed message being sent: the chunks not yet handed to a flow.
+  struct TxSpray {
+    Request* req;
+    const char* buf;
+    size_t len, next, chunk;
+    uint32_t seq;
+  };
+  struct Unexpected;
+  struct Buf;
+  // A sprayed message being received: where its chunks go, and how much arrived.
+  struct RxSpray;
   struct Posted {
     Request* req;
     char* buf;
@@ -147,6 +177,30 @@ class SockPath {
     // (kMaxUnexpectedBytes); `leftover`: bytes after its header that were read already.
     bool held = false;
     std::vector<char> leftover;
+    // Several flows (net/sock/spray.hpp). Every flow: its pair's lead (itself for the
+    // lead), its index, its queued payload bytes; the chunk being read; the number of
+    // a message whose announcement it waits for (held until the lead reads it).
+    Conn* lead = this;
+    int flow = 0;
+    size_t tx_bytes = 0;
+    RxSpray* chunk_of = nullptr;
+    bool spray = false;  // the message whose header was read is an announcement
+    int64_t wait_seq = -1;
+    // The lead only: the flows (itself first), the sprayed messages' numbers, the
+    // messages being sent in chunks and those being received.
+    std::vector<Conn*> flows;
+    uint32_t tx_seq = 0, rx_seq = 0;
+    std::deque<TxSpray> spray_q;
+    std::list<RxSpray> rx_sprays;
+  };
+  struct RxSpray {
+    uint32_t seq = 0;
+    size_t len = 0, got = 0;
+    char* dst = nullptr;
+    Request* req = nullptr;
+    Unexpected* ux = nullptr;  // arriving as an unexpected message
+    char* user = nullptr;      // a receive took it over while it arrived: copied there at the end
+    std::unique_ptr<char[]> own;  // that unexpected message's buffer, kept until then
   };
 
   Conn* conn_of(int peer) const;
@@ -162,9 +216,19 @@ class SockPath {
   void finish_message_locked(Conn& c, int* done);
   void fail_conn_locked(Conn& c, const std::string& why);
   Buf take_buf_locked(size_t len);
+  // Several flows (sock_spray.cc).
+  void post_spray_locked(Conn& c, const char* buf, size_t len, uint64_t tag, Request* req);
+  void schedule_locked(Conn& lead);  // hands queued chunks to the flows with room
+  void start_spray_locked(Conn& lead);  // an announcement was matched: its chunks may come
+  void begin_chunk_locked(Conn& c, uint64_t off, uint64_t word);
+  void finish_chunk_locked(Conn& c, int* done);
+  bool take_arriving_locked(Conn& c, Unexpected& u, Request* req, char* dst);
+  void fail_flow_locked(Conn& c, const std::string& why);
+  std::string flow_note(const Conn& c) const;
   void drop_unexpected_locked(Conn& c, std::list<Unexpected>::iterator it);  // its buffer may go to spare_
 
   int rank_;
+  int flows_ = 0;  // asked for per pair (0: automatic)
   uint64_t max_bytes_;
   std::chrono::milliseconds timeout_;
   std::array<uint8_t, 16> secret_{};

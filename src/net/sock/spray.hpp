@@ -1,0 +1,67 @@
+// Several flows per peer on the socket path: the rules that do not touch a socket
+// (how many flows a pair gets, how a message is cut, which flow takes the next
+// chunk, the chunk header), kept apart so that they are tested alone
+// (tests/unit/spray_test.cc). The socket path applies them (net/sock/sock_spray.cc).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace dccl::net::spray {
+
+// DCCL_NET_FLOWS=0 (automatic): one flow to a peer on the same host (loopback has
+// no per-flow cap and no paths to spread over), kRemoteFlows across hosts: four
+// flows reach a link whose per-flow cap is a quarter of it, and on two or more
+// equal-cost paths four flows rarely all hash onto one (bench/results/2026-12-04-flows).
+inline constexpr int kRemoteFlows = 4;
+inline constexpr int kMaxFlows = 64;
+// Messages below this stay on the lead flow whole (their latency does not change).
+inline constexpr size_t kSprayMinBytes = size_t{256} << 10;
+// A flow takes a new chunk while fewer than this many of its bytes wait (in the
+// path's queue and in the kernel's send buffer, SIOCOUTQ): a flow that drains
+// slowly (capped, or sharing a path) is handed fewer chunks.
+inline constexpr size_t kWindowBytes = size_t{512} << 10;
+
+// The pair's flows: each end's wish (0: automatic) resolved for the pair, the smaller.
+inline int pair_flows(int mine, int theirs, bool local) {
+  auto resolve = [&](int f) { return f > 0 ? f : (local ? 1 : kRemoteFlows); };
+  const int a = resolve(mine), b = resolve(theirs);
+  return a < b ? a : b;
+}
+
+// Chunk size for a sprayed message of `len` bytes over `flows` flows: about eight
+// chunks per flow, between 64 KiB and 1 MiB, a multiple of 4 KiB.
+inline size_t chunk_bytes(size_t len, int flows) {
+  size_t c = len / (size_t(8) * static_cast<size_t>(flows > 0 ? flows : 1));
+  c = (c + 4095) & ~size_t{4095};
+  if (c < (size_t{64} << 10)) c = size_t{64} << 10;
+  if (c > (size_t{1} << 20)) c = size_t{1} << 20;
+  return c;
+}
+
+// The flow with the fewest queued bytes, if it has fewer than `window`; -1 when every
+// flow is full or dead (queued[i] == SIZE_MAX). Ties go to the lowest index.
+inline int pick_flow(const std::vector<size_t>& queued, size_t window) {
+  int best = -1;
+  for (size_t i = 0; i < queued.size(); ++i)
+    if (queued[i] < window && (best < 0 || queued[i] < queued[static_cast<size_t>(best)])) best = static_cast<int>(i);
+  return best;
+}
+
+// The 16-byte header of a message is (tag, length); the length's top bits say what
+// the frame is. An announcement: kAnnounce | length, no payload follows. A chunk:
+// (offset, kChunk | seq << 32 | chunk length) and the chunk's bytes; seq numbers the
+// pair's sprayed messages in call order (30 bits, wrapping).
+inline constexpr uint64_t kAnnounce = uint64_t{1} << 63;
+inline constexpr uint64_t kChunk = uint64_t{1} << 62;
+inline constexpr uint32_t kSeqMask = (uint32_t{1} << 30) - 1;
+inline uint64_t chunk_word(uint32_t seq, uint32_t len) {
+  return kChunk | (uint64_t{seq & kSeqMask} << 32) | len;
+}
+inline uint32_t chunk_seq(uint64_t word) { return static_cast<uint32_t>(word >> 32) & kSeqMask; }
+inline uint32_t chunk_len(uint64_t word) { return static_cast<uint32_t>(word); }
+// Whether seq `s` is announced after `next` (the number the lead expects next):
+// within half the number space ahead of it.
+inline bool seq_ahead(uint32_t s, uint32_t next) { return ((s - next) & kSeqMask) < (kSeqMask >> 1); }
+
+}  // namespace dccl::net::spray

@@ -1,0 +1,217 @@
+// The socket path with several flows per pair (net/sock/sock_path.hpp,
+// net/sock/sock_spray.cc), over loopback between processes: large messages sprayed
+// in chunks and placed by offset, small ones whole and in order among them,
+// receives posted before, during and after their message arrives, and a flow that
+// dies failing the pair by name instead of hanging.
+#include <gtest/gtest.h>
+
+#include <dirent.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/error.hpp"
+#include "net/sock/sock_path.hpp"
+#include "net/sock/spray.hpp"
+#include "net_ranks.hpp"
+
+namespace dccl::net {
+namespace {
+
+using namespace dccl::net::nettest;
+using Clock = std::chrono::steady_clock;
+
+TransportOptions flows_opts(int flows) {
+  TransportOptions o = opts("tcpsock");
+  o.flows = flows;
+  return o;
+}
+
+// Two SockPaths in one process connect with four flows each way asked: the pair has
+// four; on loopback with the automatic setting, one.
+TEST(SockFlows, PairTakesTheFlowsBothAskFor) {
+  for (int ask : {4, 0}) {
+    SockPath a(0, 1 << 20, std::chrono::milliseconds(10000), {"127.0.0.1"});
+    SockPath b(1, 1 << 20, std::chrono::milliseconds(10000), {"127.0.0.1"});
+    a.set_flows(ask);
+    b.set_flows(ask);
+    const std::vector<std::pair<int, std::string>> peers = {{0, a.address()}, {0, b.address()}};
+    std::thread t([&] { b.connect(peers); });
+    a.connect(peers);
+    t.join();
+    EXPECT_EQ(a.flows(1), ask == 0 ? 1 : ask);
+    EXPECT_EQ(b.flows(0), ask == 0 ? 1 : ask);
+  }
+}
+
+// Sizes around the spray bound and the chunk size, each followed by a small message
+// with the same tag: every message whole, in call order, whether its receive was
+// posted before it came (the second round) or after (the first: read in as an
+// unexpected message while the receiver progresses).
+TEST(SockFlows, SprayedMessagesKeepOrderAndBytes) {
+  run_ranks(2, flows_opts(4), [](Ctx& c) {
+    const std::vector<size_t> lens = {spray::kSprayMinBytes - 1, spray::kSprayMinBytes, 300000, (size_t{1} << 20) + 3,
+                                      size_t{9} << 20, 8, size_t{5} << 20, 4096};
+    for (int round = 0; round < 2; ++round) {
+      const bool early_recv = round == 1;
+      if (c.rank == 0) {
+        if (early_recv) c.barrier("posted");
+        std::vector<std::vector<uint8_t>> out(2 * lens.size());
+        std::vector<Request> rs(out.size());
+        std::vector<Request*> all;
+        for (size_t k = 0; k < out.size(); ++k) {
+          out[k].resize(k % 2 ? 16 : lens[k / 2]);
+          fill(out[k], 0, static_cast<int>(k + 40 * round));
+          c.t->isend(1, out[k].data(), out[k].size(), 9, &rs[k]);
+          all.push_back(&rs[k]);
+        }
+        if (!early_recv) c.barrier("posted");
+        c.t->wait(all.data(), all.size(), "sends");
+        for (size_t k = 0; k < out.size(); ++k) CHILD_CHECK(rs[k].bytes == out[k].size() && !rs[k].failed);
+        c.barrier("round");
+        continue;
+      }
+      if (!early_recv) {
+        c.barrier("posted");
+        const auto until = Clock::now() + std::chrono::milliseconds(100);
+        while (Clock::now() < until) c.t->progress();  // the messages arrive unexpected
+      }
+      std::vector<std::vector<uint8_t>> in(2 * lens.size());
+      std::vector<Request> rr(in.size());
+      std::vector<Request*> all;
+      for (size_t k = 0; k < in.size(); ++k) {
+        const size_t len = k % 2 ? 16 : lens[k / 2];
+        in[k].assign(len + 1, 0xee);
+        c.t->irecv(0, in[k].data(), len, 9, &rr[k]);
+        all.push_back(&rr[k]);
+      }
+      if (early_recv) c.barrier("posted");
+      c.t->wait(all.data(), all.size(), "receives");
+      for (size_t k = 0; k < in.size(); ++k) {
+        const size_t len = in[k].size() - 1;
+        CHILD_CHECK(rr[k].bytes == len && !rr[k].failed);
+        CHILD_CHECK(verify(in[k], len, 0, static_cast<int>(k + 40 * round)) && in[k][len] == 0xee);
+      }
+      c.barrier("round");
+    }
+  });
+}
+
+// Both ranks send large messages to each other at once, on several tags, the
+// receives posted in reverse tag order: each lands whole in its own buffer.
+TEST(SockFlows, BothWaysAtOnce) {
+  run_ranks(2, flows_opts(3), [](Ctx& c) {
+    const int peer = 1 - c.rank;
+    const size_t len = (size_t{6} << 20) + 17;
+    const int tags = 4;
+    std::vector<std::vector<uint8_t>> out(tags), in(tags);
+    std::vector<Request> rs(tags), rr(tags);
+    std::vector<Request*> all;
+    for (int t = tags; t-- > 0;) {
+      in[t].assign(len, 0);
+      c.t->irecv(peer, in[t].data(), len, 100 + t, &rr[t]);
+      all.push_back(&rr[t]);
+    }
+    for (int t = 0; t < tags; ++t) {
+      out[t].resize(len);
+      fill(out[t], c.rank, t);
+      c.t->isend(peer, out[t].data(), len, 100 + t, &rs[t]);
+      all.push_back(&rs[t]);
+    }
+    c.t->wait(all.data(), all.size(), "exchange");
+    for (int t = 0; t < tags; ++t) CHILD_CHECK(rr[t].bytes == len && verify(in[t], len, peer, t));
+  });
+}
+
+// A receive posted while its sprayed message is arriving as unexpected takes it over:
+// the bytes still to come go on into the early buffer and are copied at the end.
+TEST(SockFlows, ReceivePostedWhileChunksArrive) {
+  run_ranks(2, flows_opts(4), [](Ctx& c) {
+    const size_t big = size_t{48} << 20;
+    if (c.rank == 0) {
+      std::vector<uint8_t> out(big);
+      fill(out, 0, 3);
+      Request rs;
+      c.t->isend(1, out.data(), big, 7, &rs);
+      c.barrier("started");
+      c.t->wait(rs, "large send");
+      return;
+    }
+    c.barrier("started");
+    for (int i = 0; i < 20; ++i) {  // read part of it as an unexpected message
+      c.t->progress();
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    std::vector<uint8_t> in(big);
+    Request rr;
+    c.t->irecv(0, in.data(), big, 7, &rr);
+    c.t->wait(rr, "large receive");
+    CHILD_CHECK(rr.bytes == big && verify(in, big, 0, 3));
+  });
+}
+
+// The highest-numbered TCP socket of this process: the last flow connect() made.
+int last_socket() {
+  int best = -1;
+  DIR* d = opendir("/proc/self/fd");
+  if (!d) return -1;
+  while (dirent* e = readdir(d)) {
+    const int fd = atoi(e->d_name);
+    struct stat st {};
+    int type = 0;
+    socklen_t tl = sizeof(type);
+    if (fd > 2 && fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) &&
+        getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 && type == SOCK_STREAM)
+      best = std::max(best, fd);
+  }
+  closedir(d);
+  return best;
+}
+
+// One flow of a pair dies while a sprayed message is under way: the receive fails at
+// once, naming the peer and the flow, instead of waiting out the timeout.
+TEST(SockFlows, LostFlowFailsThePairByName) {
+  run_ranks(2, flows_opts(4), [](Ctx& c) {
+    const size_t big = size_t{8} << 20;
+    if (c.rank == 0) {
+      std::vector<uint8_t> out(big);
+      fill(out, 0, 1);
+      c.barrier("ready");
+      Request rs;
+      c.t->isend(1, out.data(), big / 2, 1, &rs);  // sprayed: every flow carries some
+      const int fd = last_socket();
+      CHILD_CHECK(fd >= 0);
+      shutdown(fd, SHUT_RDWR);
+      try {
+        c.t->wait(rs, "send on a flow that dies");
+      } catch (const core::Error&) {
+      }
+      c.barrier("checked");
+      _exit(0);
+    }
+    std::vector<uint8_t> in(big);
+    Request rr;
+    c.t->irecv(0, in.data(), big, 1, &rr);  // longer than what comes: waits for more
+    c.barrier("ready");
+    const auto t0 = Clock::now();
+    try {
+      c.t->wait(rr, "recv while a flow dies");
+      CHILD_CHECK(false);
+    } catch (const core::Error& e) {
+      fprintf(stderr, "expected: %s\n", e.what());
+      const std::string w = e.what();
+      CHILD_CHECK(w.find("rank 0") != std::string::npos);
+      CHILD_CHECK(w.find("of 4 to rank 0)") != std::string::npos);
+      CHILD_CHECK(w.find("recv while a flow dies") != std::string::npos);
+    }
+    CHILD_CHECK(Clock::now() - t0 < std::chrono::seconds(5));
+    c.barrier("checked");
+    _exit(0);
+  });
+}
+
+}  // namespace
+}  // namespace dccl::net
