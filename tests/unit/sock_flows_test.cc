@@ -47,6 +47,53 @@ TEST(SockFlows, PairTakesTheFlowsBothAskFor) {
   }
 }
 
+// A sprayed message goes over every flow (each carries some of it, together all of
+// it) and lands whole; a small one goes on the lead flow alone.
+TEST(SockFlows, ChunksSpreadOverEveryFlow) {
+  SockPath a(0, uint64_t{1} << 30, std::chrono::milliseconds(10000), {"127.0.0.1"});
+  SockPath b(1, uint64_t{1} << 30, std::chrono::milliseconds(10000), {"127.0.0.1"});
+  a.set_flows(4);
+  b.set_flows(4);
+  const std::vector<std::pair<int, std::string>> peers = {{0, a.address()}, {0, b.address()}};
+  std::thread t([&] { b.connect(peers); });
+  a.connect(peers);
+  t.join();
+  const size_t big = (size_t{32} << 20) + 5;
+  std::vector<uint8_t> out(big), in(big, 0);
+  fill(out, 0, 4);
+  Request rs, rr;
+  rs.peer = rr.peer = -1;
+  b.post(false, 0, in.data(), big, 3, &rr);
+  a.post(true, 1, out.data(), big, 3, &rs);
+  const auto until = Clock::now() + std::chrono::seconds(20);
+  while ((!rs.done || !rr.done) && Clock::now() < until) {
+    a.progress(true);
+    b.progress(true);
+  }
+  ASSERT_TRUE(rs.done && rr.done);
+  EXPECT_FALSE(rs.failed || rr.failed) << rs.error << rr.error;
+  EXPECT_EQ(rr.bytes, big);
+  EXPECT_TRUE(verify(in, big, 0, 4));
+  std::vector<uint64_t> sent = a.flow_bytes_sent(1);
+  ASSERT_EQ(sent.size(), 4u);
+  uint64_t sum = 0;
+  for (size_t k = 0; k < sent.size(); ++k) {
+    EXPECT_GT(sent[k], 0u) << "flow " << k;
+    sum += sent[k];
+  }
+  EXPECT_EQ(sum, big);
+  uint64_t v = 0x1234, w = 0;
+  Request ss, sr;
+  b.post(false, 0, &w, 8, 4, &sr);
+  a.post(true, 1, &v, 8, 4, &ss);
+  while ((!ss.done || !sr.done) && Clock::now() < until) {
+    a.progress(true);
+    b.progress(true);
+  }
+  EXPECT_TRUE(ss.done && sr.done && w == v);
+  EXPECT_EQ(a.flow_bytes_sent(1)[0], sent[0] + 8);  // the lead flow
+}
+
 // Sizes around the spray bound and the chunk size, each followed by a small message
 // with the same tag: every message whole, in call order, whether its receive was
 // posted before it came (the second round) or after (the first: read in as an

@@ -10,7 +10,7 @@
 
 namespace dccl::net {
 
-class SockLink final : public Link {
+class SockLink : public Link {
  public:
   SockLink(SockPath* path, int peer) : path_(path), peer_(peer) {}
 
@@ -31,7 +31,7 @@ class SockLink final : public Link {
     return true;
   }
 
- private:
+ protected:
   SockPath* path_;
   int peer_;
 };

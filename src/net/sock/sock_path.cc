@@ -222,6 +222,7 @@ bool SockPath::write_locked(Conn& c) {
     Request* req = t.req;
     c.txq.pop_front();  // t is gone from here on
     c.tx_bytes -= len;
+    c.sent += len;
     sent_ += len;
     rail_sent_[static_cast<size_t>(c.rail)] += len;
     if (req) complete(req, report);

@@ -93,6 +93,8 @@ class SockPath {
   void set_flows(int flows) { flows_ = flows; }
   // Flows of the pair with `peer`: 0 when it is not reached over this path.
   int flows(int peer) const;
+  // Payload bytes each flow to `peer` has sent, lead first.
+  std::vector<uint64_t> flow_bytes_sent(int peer);
   // Largest message to `peer` this path carries; 0 when the peer is not reached over it.
   uint64_t limit(int peer) const;
   bool any() const { return !conns_.empty() || self_; }
@@ -183,6 +185,7 @@ class SockPath {
     Conn* lead = this;
     int flow = 0;
     size_t tx_bytes = 0;
+    uint64_t sent = 0;  // payload bytes written
     RxSpray* chunk_of = nullptr;
     bool spray = false;  // the message whose header was read is an announcement
     int64_t wait_seq = -1;

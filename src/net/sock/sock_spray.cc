@@ -35,6 +35,15 @@ int SockPath::flows(int peer) const {
   return c->flows.empty() ? 1 : static_cast<int>(c->flows.size());
 }
 
+std::vector<uint64_t> SockPath::flow_bytes_sent(int peer) {
+  std::vector<uint64_t> out;
+  Conn* c = conn_of(peer);
+  std::lock_guard<std::mutex> lk(mu_);
+  if (c)
+    for (const Conn* f : c->flows) out.push_back(f->sent);
+  return out;
+}
+
 void SockPath::post_spray_locked(Conn& c, const char* buf, size_t len, uint64_t tag, Request* req) {
   const uint32_t seq = c.tx_seq++ & spray::kSeqMask;
   Tx a{nullptr, {}, nullptr, 0, 0, 0};
