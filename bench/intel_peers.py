@@ -80,11 +80,12 @@ def one_host(lib, klass, bindir):
         [exe] + flags
 
 
-def across_hosts(lib, bindir, run, hosts, per_host, agent_dir, flags, dccl_run_args=()):
+def across_hosts(lib, bindir, run, hosts, per_host, agent_dir, flags, dccl_run_args=(), addrs=None):
     """argv for lib's benchmark on `hosts` emulated hosts of dccl-run (`run`) with
     per_host ranks each: one bench/peers/mpi-hosts per host, host 0's starting
-    Intel's mpirun, whose proxies reach the other hosts through netns-agent."""
-    host_list = ",".join(f"198.18.0.{h + 1}" for h in range(hosts))
+    Intel's mpirun, whose proxies reach the other hosts through netns-agent.
+    addrs: the hosts' eth0 addresses (default 198.18.0.<h+1>, one bridge)."""
+    host_list = ",".join(addrs or [f"198.18.0.{h + 1}" for h in range(hosts)])
     mpirun = env_argv() + [str(PREFIX / "bin" / "mpirun"), "-bootstrap", "ssh", "-bootstrap-exec", str(AGENT),
                            "-hosts", host_list, "-ppn", str(per_host), "-n", str(hosts * per_host),
                            "-iface", "eth0"] + genv(HOSTS_SETTINGS[lib])
