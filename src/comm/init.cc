@@ -285,7 +285,8 @@ void Communicator::open_shared_segment() {
   bool ok = true;
   try {
     smem_ = std::make_unique<net::ShmSegment>(
-        state_.rank, state_.nranks, plan_.smem_oneshot_bytes, plan_.smem_chunk_bytes,
+        state_.rank, state_.nranks, plan_.smem_oneshot_bytes,
+        net::ShmSegment::Chunks{plan_.smem_chunk_bytes, plan_.smem_wide_bytes, plan_.smem_wide_always},
         [&](const std::string& name) { boot_->set("smem", name); }, [&] { return boot_->get("smem"); },
         [&] { boot_->barrier(); });
   } catch (const Error& e) {
