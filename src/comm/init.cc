@@ -307,6 +307,7 @@ void Communicator::check_same_settings() {
                      " DCCL_CHUNK_BYTES=" + std::to_string(cfg_.chunk_bytes) + " DCCL_ALGO='" + cfg_.algo + "'" +
                      " DCCL_SMEM_BYTES=" + std::to_string(cfg_.smem_bytes) +
                      " DCCL_SMEM_CHUNK_BYTES=" + std::to_string(plan_.smem_chunk_bytes) +
+                     " DCCL_SMEM_WIDE=" + cfg_.smem_wide +
                      " DCCL_HIER=" + std::to_string(cfg_.hier) +
                      " DCCL_HIER_PIECE_BYTES=" + std::to_string(cfg_.hier_piece_bytes) +
                      " DCCL_CHECK=" + std::to_string(cfg_.check ? 1 : 0) +
