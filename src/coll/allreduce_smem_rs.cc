@@ -56,8 +56,10 @@ void allreduce_smem_rs(Ctx& c, const Args& a) {
   const size_t es = c.esize();
   // Wide steps (several chunks each) while the CPUs are busy: every chunk costs each
   // rank two hand-offs, and beside busy processes a hand-off can wait a scheduler
-  // slice for the rank that raises the flag. All ranks read rank 0's choice.
-  const bool wide = seg.wide_now();
+  // slice for the rank that raises the flag. All ranks read rank 0's choice. Only
+  // for messages of 2 wide steps or more: at 1 MiB on 2 ranks one 2 MiB step was
+  // slower than 2 chunks in two side-by-side runs, busy or not.
+  const bool wide = seg.wide_now() && a.count * es >= 2 * seg.wide_bytes();
   const size_t max_elems = (wide ? seg.wide_bytes() : seg.chunk_bytes()) / es;
   if (max_elems == 0) return allreduce_ring(c, a);  // see for_each_chunk
   const char* sb = static_cast<const char*>(a.send);
