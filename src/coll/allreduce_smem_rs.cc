@@ -12,11 +12,7 @@
 // Two slots per rank alternate between consecutive chunks, so a rank copies chunk
 // k+1 in while others still copy chunk k out. A slot is rewritten (chunk k+2) only
 // after every rank finished chunk k: each raised In for k+1 after it, and this rank
-// waited for all of those before it got to k+2. While rank 0 finds the CPUs busy
-// with other processes, a step moves several chunks at once (the slots are sized
-// for it, net::ShmSegment::wide_bytes): rank 0 chooses at the end of each call
-// for the next one, before it raises its last flag, which every rank awaits
-// before its next call. No provider, no system call, no
+// waited for all of those before it got to k+2. No provider, no system call, no
 // page pinning: every byte moves with user-space vector loads and stores, and the
 // slots stay in cache.
 #include <cstring>
@@ -24,7 +20,6 @@
 #include "coll/algos.hpp"
 #include "kernels/reduce.hpp"
 #include "coll/smem_wait.hpp"
-#include "core/contention.hpp"
 #include "core/error.hpp"
 #include "net/shm_segment.hpp"
 
@@ -54,13 +49,7 @@ void allreduce_smem_rs(Ctx& c, const Args& a) {
   Seg& seg = chunk_segment(c, "allreduce_smem_rs");
   const int n = c.nranks(), r = c.rank();
   const size_t es = c.esize();
-  // Wide steps (several chunks each) while the CPUs are busy: every chunk costs each
-  // rank two hand-offs, and beside busy processes a hand-off can wait a scheduler
-  // slice for the rank that raises the flag. All ranks read rank 0's choice. Only
-  // for messages of 2 wide steps or more: at 1 MiB on 2 ranks one 2 MiB step was
-  // slower than 2 chunks in two side-by-side runs, busy or not.
-  const bool wide = seg.wide_now() && a.count * es >= 2 * seg.wide_bytes();
-  const size_t max_elems = (wide ? seg.wide_bytes() : seg.chunk_bytes()) / es;
+  const size_t max_elems = seg.chunk_bytes() / es;
   if (max_elems == 0) return allreduce_ring(c, a);  // see for_each_chunk
   const char* sb = static_cast<const char*>(a.send);
   char* rb = static_cast<char*>(a.recv);
@@ -86,8 +75,6 @@ void allreduce_smem_rs(Ctx& c, const Args& a) {
       }
       if (c.op() == dcclAvg) kernels::finish_avg(acc, pl, c.dt(), n);
     }
-    if (r == 0 && done + len == a.count && seg.wide_bytes() > seg.chunk_bytes())
-      seg.choose_wide(core::Contention::busy(core::Contention::Clock::now()));
     seg.flag(r, red).v.store(k, std::memory_order_release);
     seg.wake();
 

@@ -285,8 +285,7 @@ void Communicator::open_shared_segment() {
   bool ok = true;
   try {
     smem_ = std::make_unique<net::ShmSegment>(
-        state_.rank, state_.nranks, plan_.smem_oneshot_bytes,
-        net::ShmSegment::Chunks{plan_.smem_chunk_bytes, plan_.smem_wide_bytes, plan_.smem_wide_always},
+        state_.rank, state_.nranks, plan_.smem_oneshot_bytes, plan_.smem_chunk_bytes,
         [&](const std::string& name) { boot_->set("smem", name); }, [&] { return boot_->get("smem"); },
         [&] { boot_->barrier(); });
   } catch (const Error& e) {
@@ -307,7 +306,6 @@ void Communicator::check_same_settings() {
                      " DCCL_CHUNK_BYTES=" + std::to_string(cfg_.chunk_bytes) + " DCCL_ALGO='" + cfg_.algo + "'" +
                      " DCCL_SMEM_BYTES=" + std::to_string(cfg_.smem_bytes) +
                      " DCCL_SMEM_CHUNK_BYTES=" + std::to_string(plan_.smem_chunk_bytes) +
-                     " DCCL_SMEM_WIDE=" + cfg_.smem_wide +
                      " DCCL_HIER=" + std::to_string(cfg_.hier) +
                      " DCCL_HIER_PIECE_BYTES=" + std::to_string(cfg_.hier_piece_bytes) +
                      " DCCL_CHECK=" + std::to_string(cfg_.check ? 1 : 0) +

@@ -203,8 +203,6 @@ Config load_config() {
   c.provider = provider_choice();
   if (!valid_log_level(c.debug))
     raise(dcclInvalidArgument, "DCCL_DEBUG=" + c.debug + " is not a log level: use NONE, WARN, INFO or TRACE");
-  if (c.smem_wide != "busy" && c.smem_wide != "always" && c.smem_wide != "never")
-    raise(dcclInvalidArgument, "DCCL_SMEM_WIDE=" + c.smem_wide + " is not busy, always or never");
   if (c.peer_direct != "auto" && c.peer_direct != "0" && c.peer_direct != "1")
     raise(dcclInvalidArgument, "DCCL_PEER_DIRECT=" + c.peer_direct + " is not auto, 1 or 0");
   c.timeout_ms = c.timeout_s * 1000;

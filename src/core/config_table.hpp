@@ -30,8 +30,7 @@
   X(staging_slots, "DCCL_STAGING_SLOTS", Int, "4", "Host bounce slots per peer (at least 2)")     \
   X(reg_cache_bytes, "DCCL_REG_CACHE_BYTES", Bytes, "8G", "Bound on memory kept registered by the peer-direct registration cache (LRU eviction)") \
   X(smem_bytes, "DCCL_SMEM_BYTES", Bytes, "64K", "Largest allreduce done one-shot through host shared memory when all ranks share a host (16K cap above 4 ranks; 0 disables)") \
-  X(smem_chunk_bytes, "DCCL_SMEM_CHUNK_BYTES", Bytes, "256K", "Chunk of the pipelined allreduce through host shared memory (each rank's two slots hold one each, or a wide step: DCCL_SMEM_WIDE), used above DCCL_SMEM_BYTES when all ranks share a host; unset, 512K for 2 ranks (0 disables)") \
-  X(smem_wide, "DCCL_SMEM_WIDE", Str, "busy", "Steps of the pipelined allreduce through host shared memory: busy (4 chunks per step while rank 0 finds the CPUs busy with other processes: fewer hand-offs between ranks, each of which can wait a scheduler slice; the chunk slots are sized for it, within 8 MiB per host), always, or never (slots of one chunk)") \
+  X(smem_chunk_bytes, "DCCL_SMEM_CHUNK_BYTES", Bytes, "256K", "Chunk of the pipelined allreduce through host shared memory (each rank's slot holds one), used above DCCL_SMEM_BYTES when all ranks share a host; unset, 512K for 2 ranks (0 disables)") \
   X(rxm_eager_bytes, "DCCL_RXM_EAGER_BYTES", Bytes, "256K", "Sets FI_OFI_RXM_EAGER_LIMIT (tcp;ofi_rxm sends up to this size eagerly, without a rendezvous round trip) unless it is set; 0 leaves libfabric's default") \
   X(stats, "DCCL_STATS", Bool, "0", "Print the communicator's data-path statistics at destroy")  \
   X(check, "DCCL_CHECK", Bool, "0", "Check every operation's signature across ranks")           \

@@ -7,7 +7,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <random>
@@ -17,22 +16,20 @@
 namespace dccl::net {
 
 namespace {
-// The flags of all ranks, the sleepers' line and the steps' line, then the one-shot slots of all
+// The flags of all ranks and the sleepers' line, then the one-shot slots of all
 // ranks, then the chunk slots.
 size_t flag_bytes(int n) { return static_cast<size_t>(n) * ShmSegment::kFlags * sizeof(ShmSegment::Flag); }
-size_t header_bytes(int n) { return flag_bytes(n) + sizeof(ShmSegment::Sleep) + sizeof(ShmSegment::Steps); }
+size_t header_bytes(int n) { return flag_bytes(n) + sizeof(ShmSegment::Sleep); }
 }  // namespace
 
-ShmSegment::ShmSegment(int rank, int nranks, size_t slot_bytes, Chunks chunks,
+ShmSegment::ShmSegment(int rank, int nranks, size_t slot_bytes, size_t chunk_bytes,
                        const std::function<void(const std::string&)>& publish,
                        const std::function<std::string()>& fetch, const std::function<void()>& barrier)
     : rank_(rank),
       n_(nranks),
       slot_stride_(slot_bytes == 0 ? 0 : (slot_bytes + kSlotData + 63) & ~size_t{63}),
-      chunk_bytes_((chunks.bytes + 63) & ~size_t{63}),
-      wide_bytes_((std::max(chunks.wide_bytes, chunks.bytes) + 63) & ~size_t{63}),
-      wide_always_(chunks.wide_always) {
-  bytes_ = header_bytes(n_) + static_cast<size_t>(n_) * 2 * (slot_stride_ + wide_bytes_);
+      chunk_bytes_((chunk_bytes + 63) & ~size_t{63}) {
+  bytes_ = header_bytes(n_) + static_cast<size_t>(n_) * 2 * (slot_stride_ + chunk_bytes_);
   std::string name;
   int fd = -1;
   if (rank_ == 0) {
@@ -69,7 +66,6 @@ ShmSegment::ShmSegment(int rank, int nranks, size_t slot_bytes, Chunks chunks,
   base_ = static_cast<char*>(p);
   slots_ = base_ + header_bytes(n_);
   sleep_ = reinterpret_cast<Sleep*>(base_ + flag_bytes(n_));
-  steps_ = reinterpret_cast<Steps*>(base_ + flag_bytes(n_) + sizeof(Sleep));
 }
 
 ShmSegment::~ShmSegment() {
@@ -93,7 +89,7 @@ void ShmSegment::sleep_on(uint32_t seen, int64_t ns) {
 
 char* ShmSegment::chunk_slot(int rank, int parity) const {
   return slots_ + static_cast<size_t>(n_) * 2 * slot_stride_ +
-         (static_cast<size_t>(rank) * 2 + static_cast<size_t>(parity)) * wide_bytes_;
+         (static_cast<size_t>(rank) * 2 + static_cast<size_t>(parity)) * chunk_bytes_;
 }
 
 }  // namespace dccl::net

@@ -48,11 +48,6 @@ class ShmSegment {
   };
   static_assert(std::atomic<uint32_t>::is_always_lock_free && sizeof(std::atomic<uint32_t>) == 4,
                 "the futex word must be a plain 32-bit word");
-  // Wide steps of the chunked allreduce (coll/allreduce_smem_rs.cc): rank 0's choice
-  // for the next such call, on a line of its own (written only when it changes).
-  struct alignas(64) Steps {
-    std::atomic<uint64_t> wide{0};
-  };
   void wake() {
     if (sleep_->sleepers.load(std::memory_order_relaxed) != 0) wake_all();
   }
@@ -70,14 +65,8 @@ class ShmSegment {
   // right after the slot's sequence flag: a small message and its flag travel
   // between cores as one line.
   static constexpr size_t kSlotData = 8;
-  // slot_bytes: one one-shot slot (0: none); chunk_bytes: one chunk (0: no chunk
-  // slots); wide_bytes: what a chunk slot holds for a wide step (>= chunk_bytes);
-  // wide_always: every chunked allreduce takes wide steps.
-  struct Chunks {
-    size_t bytes = 0, wide_bytes = 0;
-    bool wide_always = false;
-  };
-  ShmSegment(int rank, int nranks, size_t slot_bytes, Chunks chunks, const std::function<void(const std::string&)>& publish,
+  // slot_bytes: one one-shot slot (0: none); chunk_bytes: one chunk slot (0: none).
+  ShmSegment(int rank, int nranks, size_t slot_bytes, size_t chunk_bytes, const std::function<void(const std::string&)>& publish,
              const std::function<std::string()>& fetch, const std::function<void()>& barrier);
   ~ShmSegment();
   ShmSegment(const ShmSegment&) = delete;
@@ -86,15 +75,6 @@ class ShmSegment {
   // Payload capacity of a one-shot slot (its stride less the flag's bytes).
   size_t slot_bytes() const { return slot_stride_ == 0 ? 0 : slot_stride_ - kSlotData; }
   size_t chunk_bytes() const { return chunk_bytes_; }
-  size_t wide_bytes() const { return wide_bytes_; }
-  // Whether this chunked allreduce takes wide steps: what rank 0 chose at the end
-  // of the previous one (every rank saw that call's last flags of rank 0 before
-  // it gets here), or always.
-  bool wide_now() const { return wide_always_ || steps_->wide.load(std::memory_order_acquire) != 0; }
-  // Rank 0, before it raises the last flag of a chunked allreduce: the next one's steps.
-  void choose_wide(bool wide) {
-    if ((steps_->wide.load(std::memory_order_relaxed) != 0) != wide) steps_->wide.store(wide, std::memory_order_release);
-  }
   int nranks() const { return n_; }
   char* slot(int rank, int parity) const { return slot_line(rank, parity) + kSlotData; }
   // The one-shot slot's flag: the operation whose input the slot holds.
@@ -115,9 +95,7 @@ class ShmSegment {
   void sleep_on(uint32_t seen, int64_t ns);
   int rank_, n_;
   Sleep* sleep_ = nullptr;  // after the flags
-  Steps* steps_ = nullptr;  // after the sleepers' line
-  size_t slot_stride_, chunk_bytes_, wide_bytes_;  // bytes per one-shot slot (0: none), per chunk, per chunk slot
-  bool wide_always_;
+  size_t slot_stride_, chunk_bytes_;  // bytes per one-shot slot (0: none) and per chunk slot
   size_t bytes_ = 0;
   char* base_ = nullptr;
   char* slots_ = nullptr;  // the first one-shot slot (past the flags)

@@ -1,7 +1,5 @@
 #include "tune/plan.hpp"
 
-#include <algorithm>
-
 #include "coll/hier.hpp"
 
 namespace dccl::tune {
@@ -25,14 +23,6 @@ constexpr size_t kSegmentChunkBudget = 32 * MiB;
 size_t smem_chunk_bytes(size_t configured, bool set_in_env, int nranks) {
   if (nranks == 2 && !set_in_env) return 512 * KiB;
   return configured;
-}
-
-size_t smem_wide_bytes(size_t chunk, int nranks, const std::string& mode) {
-  constexpr size_t kWideChunks = 4, kWideBudget = 8 * MiB;
-  if (chunk == 0 || mode == "never") return chunk;
-  const size_t slots = 2 * static_cast<size_t>(nranks > 0 ? nranks : 1);
-  const size_t fit = kWideBudget / slots / chunk;
-  return chunk * std::clamp<size_t>(fit, 1, kWideChunks);
 }
 
 SpinPlan spin_plan(int local_size, int host_cores, const core::Config& cfg) {
@@ -68,8 +58,6 @@ Plan make_plan(const PlanInput& in, const core::Config& cfg) {
   p.smem_chunk_bytes = smem_chunk_bytes(cfg.smem_chunk_bytes, cfg.set_in_env("DCCL_SMEM_CHUNK_BYTES"), in.nranks);
   const size_t chunk_cap = kSegmentChunkBudget / static_cast<size_t>(in.nranks > 0 ? in.nranks : 1);
   if (p.smem_chunk_bytes > chunk_cap) p.smem_chunk_bytes = chunk_cap & ~size_t{63};
-  p.smem_wide_bytes = smem_wide_bytes(p.smem_chunk_bytes, in.nranks, cfg.smem_wide);
-  p.smem_wide_always = cfg.smem_wide == "always";
   p.segment = in.nhosts == 1 && in.nranks >= 2 && (p.smem_oneshot_bytes > 0 || p.smem_chunk_bytes > 0);
 
   p.rd_max_bytes = rd_allreduce_max_bytes(in.nranks, p.link);

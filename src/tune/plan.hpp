@@ -50,11 +50,6 @@ struct Plan {
   // off. `segment`: the communicator uses one (false once opening it failed).
   bool segment = false;
   size_t smem_oneshot_bytes = 0, smem_chunk_bytes = 0;
-  // Wide steps of the chunked allreduce (DCCL_SMEM_WIDE): the bytes a chunk slot
-  // holds (smem_chunk_bytes when steps stay one chunk) and whether every call
-  // takes them (`always`) or only while rank 0 finds the CPUs busy.
-  size_t smem_wide_bytes = 0;
-  bool smem_wide_always = false;
 
   // Recursive doubling's upper bound for this communicator's rank count, and the
   // clamp the link model's crossover is held to.
@@ -85,8 +80,5 @@ Plan make_plan(const PlanInput& in, const core::Config& cfg);
 // launches, medians): 2 ranks 1/4/16/64 MiB 3-7% faster; 4 ranks 1 and 16 MiB 3-7%
 // slower: what matters is each rank's part of a chunk.
 size_t smem_chunk_bytes(size_t configured, bool set_in_env, int nranks);
-// A chunk slot's bytes for wide steps: kWideChunks chunks, as long as all ranks'
-// slots stay within kWideBudget (else as many whole chunks as fit, at least one).
-size_t smem_wide_bytes(size_t chunk, int nranks, const std::string& mode);
 
 }  // namespace dccl::tune

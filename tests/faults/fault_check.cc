@@ -333,13 +333,10 @@ int run_simple(const char* self, const char* scenario) {
   } else if (!strcmp(scenario, "chunk")) {
     job.nranks = 2;
     unsetenv("DCCL_SMEM_CHUNK_BYTES");
-    unsetenv("DCCL_SMEM_WIDE");
     pids.push_back(spawn(self, "chunk", job, 0, job.secret, devnull[1]));
     setenv("DCCL_SMEM_CHUNK_BYTES", "256K", 1);
-    setenv("DCCL_SMEM_WIDE", "never", 1);
     pids.push_back(spawn(self, "chunk", job, 1, job.secret, devnull[1]));
     unsetenv("DCCL_SMEM_CHUNK_BYTES");
-    unsetenv("DCCL_SMEM_WIDE");
   } else if (!strcmp(scenario, "abort")) {
     job.nranks = 2;
     for (int r = 0; r < 2; ++r) pids.push_back(spawn(self, "abort", job, r, job.secret, devnull[1]));
@@ -372,15 +369,14 @@ int child_expect_fail() {  // init must fail, naming the cause, within the timeo
 }
 
 // The segment's chunk as each rank would use it differs (512 KiB unset on 2 ranks,
-// 256 KiB set), and so do its wide steps (busy, never): init must fail on both,
-// naming the values, not lay the segment out two ways.
+// 256 KiB set): init must fail on both, naming the two values, not lay the segment
+// out two ways.
 int child_chunk() {
   dcclComm_t c;
   const dcclResult_t rc = dcclCommInitFromEnv(&c);
   const char* msg = dcclGetLastError(nullptr);
   const bool good = rc == dcclInvalidUsage && strstr(msg, "settings differ") &&
-                    strstr(msg, "DCCL_SMEM_CHUNK_BYTES=524288") && strstr(msg, "DCCL_SMEM_CHUNK_BYTES=262144") &&
-                    strstr(msg, "DCCL_SMEM_WIDE=busy") && strstr(msg, "DCCL_SMEM_WIDE=never");
+                    strstr(msg, "DCCL_SMEM_CHUNK_BYTES=524288") && strstr(msg, "DCCL_SMEM_CHUNK_BYTES=262144");
   printf("init returned %s: %s\n", dcclGetErrorString(rc), msg);
   if (rc == dcclSuccess) dcclCommDestroy(c);
   return good ? 0 : 1;

@@ -247,7 +247,6 @@ int main(int argc, char** argv) {
     const char* chunk;
     bool all_types;
     const char* smem_chunk = "";  // DCCL_SMEM_CHUNK_BYTES; empty: default
-    const char* smem_wide = "busy";  // DCCL_SMEM_WIDE
   };
   std::vector<Setting> settings = {
       {"", "", true},  // the tuner's choice
@@ -258,8 +257,6 @@ int main(int argc, char** argv) {
       {"allreduce:smem", "", false},
       // 256-byte chunk slots: many chunks, parts of one cache line, empty parts above 4 ranks.
       {"allreduce:smem_rs,reduce_scatter:smem,allgather:smem", "", true, "256"},
-      // The same with wide steps (4 chunks, steps of parts of 16 lines) on every call.
-      {"allreduce:smem_rs,reduce_scatter:smem,allgather:smem", "", true, "256", "always"},
       // 4-byte slots: too small for 8-byte types (and one element per rank): the
       // segment algorithms fall back to their message-based equivalents.
       {"allreduce:smem_rs,reduce_scatter:smem,allgather:smem", "", true, "4"},
@@ -281,7 +278,6 @@ int main(int argc, char** argv) {
       setenv("DCCL_SMEM_CHUNK_BYTES", st.smem_chunk, 1);
     else
       unsetenv("DCCL_SMEM_CHUNK_BYTES");
-    setenv("DCCL_SMEM_WIDE", st.smem_wide, 1);
     dcclComm_t comm;
     if (dcclCommInitFromEnv(&comm) != dcclSuccess) {
       fprintf(stderr, "init failed: %s\n", dcclGetLastError(nullptr));
@@ -290,7 +286,6 @@ int main(int argc, char** argv) {
     dcclCommUserRank(comm, &g_rank);
     dcclCommCount(comm, &g_n);
     std::string name = *st.algo ? st.algo : "tuned";
-    if (std::string(st.smem_wide) == "always") name += " (wide steps)";
     if (suite == "large")
       large(comm, stream, name);
     else

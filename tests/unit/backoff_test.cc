@@ -5,7 +5,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -101,7 +100,7 @@ namespace {
 
 TEST(ShmSegmentSleep, RaisedFlagWakesASleeper) {
   std::string name;
-  ShmSegment seg(0, 1, 64, ShmSegment::Chunks{}, [&](const std::string& n) { name = n; }, [&] { return name; }, [] {});
+  ShmSegment seg(0, 1, 64, 0, [&](const std::string& n) { name = n; }, [&] { return name; }, [] {});
   std::atomic<uint64_t>& flag = seg.seq(0, 0);
   std::thread raiser([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -117,29 +116,6 @@ TEST(ShmSegmentSleep, RaisedFlagWakesASleeper) {
   EXPECT_LT(waited, std::chrono::seconds(10));
   // Nobody sleeps now: wake() costs a load.
   seg.wake();
-}
-
-// Chunk slots sized for wide steps lie wide_bytes apart, and the step chosen at
-// the end of one chunked allreduce is what the next one reads (always: every one).
-TEST(ShmSegmentSteps, WideSlotsAndChoice) {
-  std::string name;
-  const auto publish = [&](const std::string& n) { name = n; };
-  const auto fetch = [&] { return name; };
-  ShmSegment seg(0, 2, 64, ShmSegment::Chunks{1024, 4096, false}, publish, fetch, [] {});
-  EXPECT_EQ(seg.chunk_bytes(), 1024u);
-  EXPECT_EQ(seg.wide_bytes(), 4096u);
-  EXPECT_EQ(seg.chunk_slot(0, 1) - seg.chunk_slot(0, 0), 4096);
-  EXPECT_EQ(seg.chunk_slot(1, 1) - seg.chunk_slot(0, 0), 3 * 4096);
-  memset(seg.chunk_slot(1, 1), 0x5a, 4096);  // the last slot's last byte is mapped
-  EXPECT_FALSE(seg.wide_now());
-  seg.choose_wide(true);
-  EXPECT_TRUE(seg.wide_now());
-  seg.choose_wide(false);
-  EXPECT_FALSE(seg.wide_now());
-  name.clear();
-  ShmSegment always(0, 2, 0, ShmSegment::Chunks{1024, 512, true}, publish, fetch, [] {});
-  EXPECT_EQ(always.wide_bytes(), 1024u);  // never below one chunk
-  EXPECT_TRUE(always.wide_now());
 }
 
 }  // namespace

@@ -248,20 +248,6 @@ TEST(Tuner, SegmentChunkByRankCount) {
   EXPECT_EQ(smem_chunk_bytes(size_t{1} << 20, true, 4), size_t{1} << 20);
 }
 
-// Wide steps' slots: 4 chunks while all ranks' slots fit 8 MiB, fewer whole chunks
-// above, never less than one; "never" (and no chunk slots) keeps one chunk.
-TEST(Tuner, SegmentWideSlots) {
-  using dccl::tune::smem_wide_bytes;
-  constexpr size_t KiB = 1024, MiB = 1024 * KiB;
-  EXPECT_EQ(smem_wide_bytes(512 * KiB, 2, "busy"), 2 * MiB);    // 2 ranks x 2 slots x 2 MiB = 8 MiB
-  EXPECT_EQ(smem_wide_bytes(256 * KiB, 4, "busy"), 1 * MiB);
-  EXPECT_EQ(smem_wide_bytes(256 * KiB, 8, "always"), 512 * KiB);  // 2 chunks fit 8 MiB / 16 slots
-  EXPECT_EQ(smem_wide_bytes(256 * KiB, 32, "busy"), 256 * KiB);   // not even 2: one chunk
-  EXPECT_EQ(smem_wide_bytes(4 * MiB, 2, "busy"), 4 * MiB);
-  EXPECT_EQ(smem_wide_bytes(512 * KiB, 2, "never"), 512 * KiB);
-  EXPECT_EQ(smem_wide_bytes(0, 2, "busy"), size_t{0});
-}
-
 // choose() keeps its last answer: asking the same question again, a different one,
 // or the same after set_levels() gives what a new tuner (nothing kept) says for that
 // one question, never a stale choice.
