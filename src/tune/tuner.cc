@@ -14,6 +14,11 @@ bool parse_algo(const std::string& s, Algo* out) {
       *out = static_cast<Algo>(i);
       return true;
     }
+  for (const core::ConfigAlias& a : core::algo_aliases())  // a renamed algorithm's old name
+    if (s == a.old_name && parse_algo(a.name, out)) {
+      core::warn_deprecated(a);
+      return true;
+    }
   return false;
 }
 bool parse_coll(const std::string& s, Coll* out) {
