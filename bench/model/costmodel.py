@@ -105,14 +105,14 @@ def rd_max_bytes(n, alpha, gbps, reduce_gbps, lo, hi):
 
 # ---- one host of this machine: the shared-memory segment ----
 
-def smem_oneshot(n, size, alpha, kappa, copy_gbps_at, reduce_gbps_at):
+def segment_oneshot(n, size, alpha, kappa, copy_gbps_at, reduce_gbps_at):
     """One-shot through the shared segment (small messages, in cache): every rank
     copies its input into its slot, then reduces all n slots into its output.
     kappa scales the memory terms for ranks sharing cores (fitted)."""
     return alpha + kappa * (us(size, copy_gbps_at(size)) + (n - 1) * us(size, reduce_gbps_at(size)))
 
 
-def smem_chunked(n, size, alpha, kappa, copy_gbps_at, reduce_gbps_at, chunk=256 * KB):
+def segment_chunked(n, size, alpha, kappa, copy_gbps_at, reduce_gbps_at, chunk=256 * KB):
     """Chunked reduce-scatter + allgather through the segment: the user's buffers
     stream from memory (read once, written once), the slots stay in cache, every
     rank reduces 1/n of each chunk from n - 1 slots."""

@@ -132,7 +132,7 @@ def tcp_predict(n, reduce_at):
     return f
 
 
-ONESHOT_MAX = plan.SMEM_ONESHOT  # one-shot up to here, chunked above
+ONESHOT_MAX = plan.SEGMENT_ONESHOT  # one-shot up to here, chunked above
 L1_ONESHOT_BYTES = 8 * cm.KB  # one-shot sizes whose three buffers stay in L1
 
 

@@ -238,7 +238,7 @@ dcclResult_t dcclRedOpDestroy(dcclRedOp_t op, dcclComm_t comm);
  * byte is counted on the rank that moves it: a message of N bytes from rank A to
  * rank B adds N to A's bytesSent* and N to B's bytesRecv* (direct), or N to
  * both ranks' bytesRelayedHost (staged). Copies within one host through the
- * shared-memory segment (the smem algorithms, host memory only) are in none of
+ * shared-memory segment (the segment algorithms, host memory only) are in none of
  * the byte counters. Relay per payload byte = bytesRelayedHost /
  * (bytesSentDirect + bytesRecvDirect + bytesRelayedHost). */
 typedef struct {

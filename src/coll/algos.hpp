@@ -17,13 +17,13 @@ struct Args {
 void allreduce_ring(Ctx& c, const Args& a);
 void allreduce_rhd(Ctx& c, const Args& a);   // recursive halving-doubling (Rabenseifner)
 void allreduce_rd(Ctx& c, const Args& a);    // recursive doubling (latency-bound sizes)
-void allreduce_smem(Ctx& c, const Args& a);  // one-shot through host shared memory (one host)
-void allreduce_smem_rs(Ctx& c, const Args& a);  // chunked reduce-scatter + allgather through host shared memory
+void allreduce_segment(Ctx& c, const Args& a);  // one-shot through host shared memory (one host)
+void allreduce_segment_rs(Ctx& c, const Args& a);  // chunked reduce-scatter + allgather through host shared memory
 void reduce_scatter_ring(Ctx& c, const Args& a);
-void reduce_scatter_smem(Ctx& c, const Args& a);  // chunked through host shared memory (one host)
+void reduce_scatter_segment(Ctx& c, const Args& a);  // chunked through host shared memory (one host)
 void allgather_ring(Ctx& c, const Args& a);
 void allgather_bruck(Ctx& c, const Args& a);
-void allgather_smem(Ctx& c, const Args& a);  // chunked through host shared memory (one host)
+void allgather_segment(Ctx& c, const Args& a);  // chunked through host shared memory (one host)
 void broadcast_tree(Ctx& c, const Args& a);   // binomial tree
 void broadcast_chain(Ctx& c, const Args& a);  // pipelined chain
 void reduce_tree(Ctx& c, const Args& a);      // binomial tree

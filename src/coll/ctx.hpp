@@ -19,7 +19,7 @@ namespace dccl::mem {
 class Backend;
 }
 namespace dccl::net {
-class ShmSegment;
+class SharedSegment;
 }
 
 namespace dccl::coll {
@@ -47,7 +47,7 @@ inline uint64_t make_p2p_tag(int sender, uint64_t count) {
          (count & 0xffffffffULL);
 }
 
-// What an operation is called in errors and traces, e.g. "all_reduce #12 (smem, 2 x
+// What an operation is called in errors and traces, e.g. "all_reduce #12 (segment, 2 x
 // float32)". Kept as parts and spelled out only when needed: building the string
 // on every call cost more than a small allreduce itself.
 struct Label {
@@ -118,7 +118,7 @@ class Ctx {
   void* scratch(size_t bytes);
 
   // For algorithms that wait on shared memory rather than transfers.
-  net::ShmSegment* smem() const { return in_.comm->smem; }
+  net::SharedSegment* segment() const { return in_.comm->segment; }
   int64_t spin_us() const { return in_.comm->spin_us; }
   void start_deadline();
   // Throws (failed communicator, or timeout naming `what` from `peer`).

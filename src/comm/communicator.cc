@@ -86,7 +86,7 @@ Communicator::~Communicator() {
   // (unless the failure is only quiesce()'s notice of cancelled work, with none in flight).
   if (state_.fail.raised() && !announced_ && net_) net_->abandon();
   // Scratch and paths before the transport, transport before the store.
-  smem_.reset();
+  segment_.reset();
   for (auto& p : res_.scratch) p.reset();
   paths_.reset();
   net_.reset();

@@ -181,7 +181,7 @@ class Communicator {
   std::unique_ptr<net::Transport> net_;
   tune::Plan plan_;  // every threshold, cap and chunk this communicator runs with
   std::unique_ptr<tune::Tuner> tuner_;
-  std::unique_ptr<net::ShmSegment> smem_;
+  std::unique_ptr<net::SharedSegment> segment_;
   std::string rxm_eager_;  // effective FI_OFI_RXM_EAGER_LIMIT
   std::unique_ptr<mem::PathChooser> paths_;
   TimePoint init_deadline_{};  // while the constructor runs: init's one deadline

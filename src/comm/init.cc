@@ -191,7 +191,7 @@ void Communicator::make_paths() {
 // What the scheduler and the collectives' contexts reference from here on.
 void Communicator::share_state() {
   state_.net = net_.get();
-  state_.smem = smem_.get();
+  state_.segment = segment_.get();
   state_.spin_us = plan_.spin.spin_us;
   res_.comm = &state_;
   res_.tuner = tuner_.get();
@@ -284,9 +284,9 @@ void Communicator::open_shared_segment() {
   if (!plan_.segment) return;
   bool ok = true;
   try {
-    smem_ = std::make_unique<net::ShmSegment>(
-        state_.rank, state_.nranks, plan_.smem_oneshot_bytes, plan_.smem_chunk_bytes,
-        [&](const std::string& name) { boot_->set("smem", name); }, [&] { return boot_->get("smem"); },
+    segment_ = std::make_unique<net::SharedSegment>(
+        state_.rank, state_.nranks, plan_.segment_oneshot_bytes, plan_.segment_chunk_bytes,
+        [&](const std::string& name) { boot_->set("segment", name); }, [&] { return boot_->get("segment"); },
         [&] { boot_->barrier(); });
   } catch (const Error& e) {
     DCCL_INFO("no shared-memory segment: %s", e.what());
@@ -295,7 +295,7 @@ void Communicator::open_shared_segment() {
   for (const auto& v : boot_->allgather(ok ? "1" : "0"))
     if (v != "1") ok = false;
   if (!ok) {
-    smem_.reset();
+    segment_.reset();
     plan_.segment = false;
   }
 }
@@ -304,8 +304,8 @@ void Communicator::open_shared_segment() {
 void Communicator::check_same_settings() {
   std::string mine = "DCCL_STAGING_SLOT_BYTES=" + std::to_string(cfg_.staging_slot_bytes) +
                      " DCCL_CHUNK_BYTES=" + std::to_string(cfg_.chunk_bytes) + " DCCL_ALGO='" + cfg_.algo + "'" +
-                     " DCCL_SMEM_BYTES=" + std::to_string(cfg_.smem_bytes) +
-                     " DCCL_SMEM_CHUNK_BYTES=" + std::to_string(plan_.smem_chunk_bytes) +
+                     " DCCL_SEGMENT_BYTES=" + std::to_string(cfg_.segment_bytes) +
+                     " DCCL_SEGMENT_CHUNK_BYTES=" + std::to_string(plan_.segment_chunk_bytes) +
                      " DCCL_HIER=" + std::to_string(cfg_.hier) +
                      " DCCL_HIER_PIECE_BYTES=" + std::to_string(cfg_.hier_piece_bytes) +
                      " DCCL_CHECK=" + std::to_string(cfg_.check ? 1 : 0) +

@@ -10,7 +10,7 @@
 #include "coll/hier.hpp"
 #include "coll/scratch.hpp"
 #include "mem/path_choice.hpp"
-#include "net/shm_segment.hpp"
+#include "net/shared_segment.hpp"
 #include "net/transport.hpp"
 #include "sched/op.hpp"
 #include "sched/stats.hpp"

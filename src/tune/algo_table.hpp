@@ -20,7 +20,7 @@ enum class Coll { AllReduce, Reduce, Broadcast, AllGather, ReduceScatter, AlltoA
 constexpr int kNumColls = static_cast<int>(Coll::SendRecv) + 1;
 const char* coll_name(Coll c);  // "all_reduce", ...
 
-enum class Algo { Ring, Rhd, Rd, Tree, Chain, Bruck, Pairwise, Dissemination, Direct, Smem, SmemRs, Hier };
+enum class Algo { Ring, Rhd, Rd, Tree, Chain, Bruck, Pairwise, Dissemination, Direct, Segment, SegmentRs, Hier };
 constexpr int kNumAlgos = static_cast<int>(Algo::Hier) + 1;
 const char* algo_name(Algo a);
 
@@ -66,7 +66,7 @@ struct Offer {
 };
 bool usable(const AlgoEntry& e, const Offer& o, size_t bytes);
 
-// "allreduce: smem, smem_rs, hier, rd, rhd, ring; reduce: ..." for help texts.
+// "allreduce: segment, segment_rs, hier, rd, rhd, ring; reduce: ..." for help texts.
 std::string algo_list_text();
 // The settings table (core::config_entries) with DCCL_ALGO's help listing the
 // algorithms from the one table of them: what dccl-info and docs/env.md show.

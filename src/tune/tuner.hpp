@@ -25,7 +25,7 @@ void check_algo_override(const std::string& spec);
 class Tuner {
  public:
   // Chooses by `plan`: its windows, chunks and shared segment (the one-shot when
-  // plan.segment and smem_oneshot_bytes > 0, chunk slots when smem_chunk_bytes > 0),
+  // plan.segment and segment_oneshot_bytes > 0, chunk slots when segment_chunk_bytes > 0),
   // the link model for recursive doubling's bound at other rank counts, and
   // plan.algo_override (DCCL_ALGO): throws core::Error(dcclInvalidArgument) for an
   // unknown name.
