@@ -246,7 +246,7 @@ typedef struct {
   uint64_t bytesSentDirect;     /* bytes the transport sent straight from the user's buffer: host memory,
                                    or device memory over peer-direct */
   uint64_t bytesRecvDirect;     /* bytes the transport received straight into the user's buffer */
-  uint64_t bytesRelayedHost;    /* bytes of device memory that crossed this rank's host bounce buffers
+  uint64_t bytesRelayedHost;    /* bytes of device memory that crossed this rank's host staging buffers
                                    (staged path), sent or received */
   uint64_t hostCopies;          /* device<->host copies the library made */
   uint64_t registrations;       /* memory registrations made */

@@ -67,7 +67,7 @@ Communicator::~Communicator() {
     dcclStats_t s = stats();
     fprintf(stderr,
             "DCCL stats rank %d: ops %" PRIu64 " sent_direct %" PRIu64 " recv_direct %" PRIu64
-            " relayed_host %" PRIu64 " host_copies %" PRIu64 " registrations %" PRIu64
+            " staged_host %" PRIu64 " host_copies %" PRIu64 " registrations %" PRIu64
             " reg_hits %" PRIu64 " reg_misses %" PRIu64 " allocations %" PRIu64 "\n",
             state_.rank, s.ops, s.bytesSentDirect, s.bytesRecvDirect, s.bytesRelayedHost, s.hostCopies,
             s.registrations, s.regCacheHits, s.regCacheMisses, s.allocations);

@@ -182,7 +182,7 @@ void Communicator::make_paths() {
   po.slot_bytes = cfg_.staging_slot_bytes;
   po.slots = static_cast<int>(cfg_.staging_slots);
   po.cache_bytes = cfg_.reg_cache_bytes;
-  mem::PathCounters pc{&stats_.sent_direct, &stats_.recv_direct, &stats_.relayed_host, &stats_.host_copies,
+  mem::PathCounters pc{&stats_.sent_direct, &stats_.recv_direct, &stats_.staged_host, &stats_.host_copies,
                        &stats_.allocations};
   paths_ = std::make_unique<mem::PathChooser>(*net_, po, pc);
   paths_->log_plan();

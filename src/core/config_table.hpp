@@ -26,8 +26,8 @@
   X(sim_dmabuf, "DCCL_SIM_DMABUF", Bool, "1", "sim accelerator memory offers dma-buf export (0: not, as memory a NIC cannot reach; tests the staged fallback)") \
   X(socket_ifname, "DCCL_SOCKET_IFNAME", Str, "", "Interface for the bootstrap store; empty: the one that reaches the root") \
   X(peer_direct, "DCCL_PEER_DIRECT", Str, "auto", "auto: direct where viable; 1: require direct; 0: force host staging") \
-  X(staging_slot_bytes, "DCCL_STAGING_SLOT_BYTES", Bytes, "1M", "Size of one host bounce slot")   \
-  X(staging_slots, "DCCL_STAGING_SLOTS", Int, "4", "Host bounce slots per peer (at least 2)")     \
+  X(staging_slot_bytes, "DCCL_STAGING_SLOT_BYTES", Bytes, "1M", "Size of one host staging slot")   \
+  X(staging_slots, "DCCL_STAGING_SLOTS", Int, "4", "Host staging slots per peer (at least 2)")     \
   X(reg_cache_bytes, "DCCL_REG_CACHE_BYTES", Bytes, "8G", "Bound on memory kept registered by the peer-direct registration cache (LRU eviction)") \
   X(segment_bytes, "DCCL_SEGMENT_BYTES", Bytes, "64K", "Largest allreduce done one-shot through host shared memory when all ranks share a host (16K cap above 4 ranks; 0 disables)") \
   X(segment_chunk_bytes, "DCCL_SEGMENT_CHUNK_BYTES", Bytes, "256K", "Chunk of the pipelined allreduce through host shared memory (each rank's slot holds one), used above DCCL_SEGMENT_BYTES when all ranks share a host; unset, 512K for 2 ranks (0 disables)") \
