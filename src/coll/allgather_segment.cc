@@ -14,7 +14,7 @@
 
 namespace dccl::coll {
 
-void allgather_segment(Ctx& c, const Args& a) {
+void allgather_segment(CallContext& c, const Args& a) {
   if (a.count == 0) return;
   net::SharedSegment& seg = chunk_segment(c, "allgather_segment");
   const int n = c.nranks(), r = c.rank();

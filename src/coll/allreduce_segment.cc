@@ -19,7 +19,7 @@
 
 namespace dccl::coll {
 
-void allreduce_segment(Ctx& c, const Args& a) {
+void allreduce_segment(CallContext& c, const Args& a) {
   if (a.count == 0) return;
   if (c.segment() == nullptr) throw core::Error(dcclInternalError, "allreduce_segment: no shared-memory segment");
   net::SharedSegment& seg = *c.segment();

@@ -44,7 +44,7 @@ Parts split(size_t len, int n, size_t esize) {
 }
 }  // namespace
 
-void allreduce_segment_rs(Ctx& c, const Args& a) {
+void allreduce_segment_rs(CallContext& c, const Args& a) {
   if (a.count == 0) return;
   Seg& seg = chunk_segment(c, "allreduce_segment_rs");
   const int n = c.nranks(), r = c.rank();

@@ -16,7 +16,7 @@
 
 namespace dccl::coll {
 
-void reduce_scatter_segment(Ctx& c, const Args& a) {
+void reduce_scatter_segment(CallContext& c, const Args& a) {
   if (a.count == 0) return;
   net::SharedSegment& seg = chunk_segment(c, "reduce_scatter_segment");
   const int n = c.nranks(), r = c.rank();

@@ -24,7 +24,7 @@ void chunk_range(size_t max_block_elems, size_t block_elems, int chunks, int ch,
   *len = hi - lo;
 }
 
-void RingPipeline::run(Ctx& c, int next, int prev) const {
+void RingPipeline::run(CallContext& c, int next, int prev) const {
   const int T = steps, C = chunks;
   if (T <= 0) return;
   std::vector<Xfer> sends(static_cast<size_t>(T) * C);

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "coll/ctx.hpp"
+#include "coll/call_context.hpp"
 #include "core/backoff.hpp"
 #include "core/cpu.hpp"
 #include "core/error.hpp"
@@ -25,7 +25,7 @@ namespace dccl::coll {
 // The backoff starts at the first idle step, not on entry: a wait that the first
 // polls end (most small operations) reads no clock.
 template <class Pred>
-void segment_await(Ctx& c, const char* what, int peer, Pred pred) {
+void segment_await(CallContext& c, const char* what, int peer, Pred pred) {
   const unsigned every = c.spin_us() > 0 ? 32 : 1;
   std::optional<core::Backoff> backoff;
   net::SharedSegment& seg = *c.segment();
@@ -42,7 +42,7 @@ void segment_await(Ctx& c, const char* what, int peer, Pred pred) {
 }
 
 // The segment's chunk slots, for the chunked algorithms (`algo` names the caller).
-inline net::SharedSegment& chunk_segment(Ctx& c, const char* algo) {
+inline net::SharedSegment& chunk_segment(CallContext& c, const char* algo) {
   if (c.segment() == nullptr || c.segment()->chunk_bytes() == 0)
     throw core::Error(dcclInternalError, std::string(algo) + ": no shared-memory chunk slots");
   return *c.segment();
@@ -54,7 +54,7 @@ inline net::SharedSegment& chunk_segment(Ctx& c, const char* algo) {
 // piece (max_len == 0: a tiny DCCL_SEGMENT_CHUNK_BYTES, the same on every rank) runs
 // its message-based equivalent instead.
 template <class Body>
-void for_each_chunk(Ctx& c, net::SharedSegment& seg, size_t total, size_t max_len, Body body) {
+void for_each_chunk(CallContext& c, net::SharedSegment& seg, size_t total, size_t max_len, Body body) {
   c.start_deadline();
   for (size_t off = 0; off < total;) {
     const size_t len = std::min(max_len, total - off);
@@ -65,7 +65,7 @@ void for_each_chunk(Ctx& c, net::SharedSegment& seg, size_t total, size_t max_le
 }
 
 // Waits until rank q raised flag `id` (In0/In1/Red0/Red1) for chunk k or later.
-inline void await_chunk_flag(Ctx& c, net::SharedSegment& seg, int q, int id, uint64_t k, const char* what) {
+inline void await_chunk_flag(CallContext& c, net::SharedSegment& seg, int q, int id, uint64_t k, const char* what) {
   segment_await(c, what, q, [&] { return seg.flag(q, id).v.load(std::memory_order_acquire) >= k; });
 }
 
@@ -74,7 +74,7 @@ inline void await_chunk_flag(Ctx& c, net::SharedSegment& seg, int q, int id, uin
 // differ (another count, type, op or collective) fail naming both sides instead of
 // reducing each other's chunks into a wrong result.
 enum class ChunkColl : uint64_t { AllReduce = 1, AllGather = 2, ReduceScatter = 3 };
-inline uint64_t chunk_call(ChunkColl coll, const Ctx& c, size_t count) {
+inline uint64_t chunk_call(ChunkColl coll, const CallContext& c, size_t count) {
   return (static_cast<uint64_t>(coll) << 56) | (static_cast<uint64_t>(c.dt() & 0xff) << 48) |
          (static_cast<uint64_t>(c.op() & 0xff) << 40) | (static_cast<uint64_t>(count) & ((uint64_t{1} << 40) - 1));
 }
@@ -89,7 +89,7 @@ inline void raise_input(net::SharedSegment& seg, int r, int p, uint64_t k, uint6
 }
 
 // Waits for rank q's input chunk k, then checks that it belongs to the same call.
-inline void await_input(Ctx& c, net::SharedSegment& seg, int q, int p, uint64_t k, uint64_t call) {
+inline void await_input(CallContext& c, net::SharedSegment& seg, int q, int p, uint64_t k, uint64_t call) {
   await_chunk_flag(c, seg, q, net::SharedSegment::In0 + p, k, "its input chunk");
   const uint64_t theirs = seg.flag(q, net::SharedSegment::In0 + p).call.load(std::memory_order_relaxed);
   if (theirs != call)

@@ -14,7 +14,7 @@
 #include <cstring>
 
 #include "bootstrap/unique_id.hpp"
-#include "coll/ctx.hpp"
+#include "coll/call_context.hpp"
 #include "core/launcher.hpp"
 #include "core/log.hpp"
 #include "core/types.hpp"

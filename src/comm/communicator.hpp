@@ -188,7 +188,7 @@ class Communicator {
   std::mutex levels_mu_;  // levels_ against the failure watcher's set_failed()
   std::unique_ptr<CommLevels> levels_;  // several hosts, same ranks on each: hierarchical algorithms
   sched::Stats stats_;
-  sched::Resources res_;
+  sched::ExecutorInputs res_;
   std::unique_ptr<core::Recorder> rec_;
   std::unique_ptr<StatusPublisher> status_;  // stopped first in the destructor
 
@@ -210,8 +210,8 @@ class Communicator {
   std::atomic<bool> announced_{false};  // quiesce() told the other ranks of cancelled work (nothing was in flight)
   // Queued stream work reaches this communicator through its gate, which quiesce()
   // closes: cancelled work then fails on its stream without touching this object.
-  struct Gate;
-  std::shared_ptr<Gate> gate_;
+  struct SubmitGate;
+  std::shared_ptr<SubmitGate> gate_;
   struct PreMul {
     bool live = false;
     dcclDataType_t dt = dcclFloat32;

@@ -16,9 +16,9 @@ namespace dccl::comm {
 
 class Communicator;
 
-class CommLevels final : public coll::Levels {
+class CommLevels final : public coll::Hierarchy {
  public:
-  // `deadline`: the parent's running call's deadline (sched::Resources::deadline),
+  // `deadline`: the parent's running call's deadline (sched::ExecutorInputs::deadline),
   // which every step on the sub-communicators shares.
   CommLevels(const tune::Topology& topo, int64_t timeout_ms, size_t piece_bytes, std::unique_ptr<Communicator> local,
              std::unique_ptr<Communicator> cross, const std::chrono::steady_clock::time_point* deadline);

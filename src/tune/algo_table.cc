@@ -73,7 +73,7 @@ const std::vector<AlgoEntry>& algo_table() {
   return t;
 }
 
-bool usable(const AlgoEntry& e, const Offer& o, size_t bytes) {
+bool usable(const AlgoEntry& e, const Provides& o, size_t bytes) {
   if ((e.needs & kOneShot) && (o.oneshot_bytes == 0 || bytes > o.oneshot_bytes)) return false;
   if ((e.needs & kChunks) && !o.chunks) return false;
   if ((e.needs & kHostMem) && !o.host_mem) return false;

@@ -33,8 +33,8 @@ class Tuner {
   // Hierarchical algorithms have their sub-communicators; `ranks_by_host`: ranks are
   // numbered host by host (the hierarchical allgather needs it).
   void set_levels(bool available, bool ranks_by_host) {
-    offer_.levels = available;
-    offer_.ranks_by_host = ranks_by_host;
+    provides_.levels = available;
+    provides_.ranks_by_host = ranks_by_host;
     memo_.valid = false;
   }
   // `bytes`: the per-rank message size the collective moves (allreduce: count*esize;
@@ -58,7 +58,7 @@ class Tuner {
   const AlgoEntry* forced_[kNumColls] = {};
   size_t host_chunk_, device_chunk_;  // the plan's chunk_bytes(false / true)
   std::vector<Window> windows_;       // the plan's, in table order
-  Offer offer_;
+  Provides provides_;
   // rd_allreduce_max_bytes(n, link) by ceil(log2 n) (0..31), computed once: the
   // bound depends on n only through it, and choose() runs on every call.
   size_t rd_bound_[32];

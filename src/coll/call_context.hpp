@@ -60,7 +60,7 @@ struct Label {
   std::string str() const;
 };
 
-struct CtxInit {
+struct CallContextInit {
   const CommState* comm = nullptr;  // the communicator's shared state (never null)
   mem::DataPath* path = nullptr;  // null: buffers are host memory, sent directly
   // Host memory only (path null): bytes posted to the transport straight from
@@ -80,13 +80,13 @@ struct CtxInit {
   Label name;
 };
 
-class Ctx {
+class CallContext {
  public:
-  explicit Ctx(const CtxInit& init);
-  explicit Ctx(CtxInit&& init);  // takes the name's text instead of copying it
-  ~Ctx();
-  Ctx(const Ctx&) = delete;
-  Ctx& operator=(const Ctx&) = delete;
+  explicit CallContext(const CallContextInit& init);
+  explicit CallContext(CallContextInit&& init);  // takes the name's text instead of copying it
+  ~CallContext();
+  CallContext(const CallContext&) = delete;
+  CallContext& operator=(const CallContext&) = delete;
 
   int rank() const { return in_.comm->rank; }
   int nranks() const { return in_.comm->nranks; }
@@ -138,7 +138,7 @@ class Ctx {
   // A wait starting at `start` ends by the earlier of start + timeout and the call's deadline.
   std::chrono::steady_clock::time_point wait_deadline(std::chrono::steady_clock::time_point start) const;
 
-  CtxInit in_;
+  CallContextInit in_;
   size_t esize_;
   uint64_t coll_tag_;
   size_t scratch_used_ = 0;
