@@ -23,7 +23,7 @@
 #include "sched/op.hpp"
 #include "sched/stats.hpp"
 #include "sched/stream.hpp"
-#include "tune/topology.hpp"
+#include "topo/topology.hpp"
 #include "tune/tuner.hpp"
 
 namespace dccl::comm {
@@ -52,7 +52,7 @@ class Communicator {
   int nranks() const { return state_.nranks; }
   const core::Config& config() const { return cfg_; }
   const std::string& provider() const { return provider_; }
-  const tune::Topology& topology() const { return topo_; }
+  const topo::Topology& topology() const { return topo_; }
   const Place& place() const { return place_; }
   const net::Transport& transport() const { return *net_; }
 
@@ -171,7 +171,7 @@ class Communicator {
   // with the scheduler (res_.comm) and every collective's context by reference.
   coll::CommState state_;
   std::string provider_;
-  tune::Topology topo_;
+  topo::Topology topo_;
   Place place_;
   uint64_t splits_ = 0;  // split() calls so far: names each split's keys
   std::unique_ptr<boot::Bootstrap> boot_;

@@ -96,17 +96,17 @@ void Communicator::open_store(const boot::UniqueIdData& id, std::unique_ptr<boot
 // hosts), with each rank's CPU affinity, so that a rank knows the cores its host's
 // ranks share; errors name each rank with its host.
 int Communicator::learn_topology(std::string* host_id) {
-  *host_id = tune::host_identity(cfg_.host_id);
+  *host_id = topo::host_identity(cfg_.host_id);
   std::string mine = *host_id;
   mine.push_back(kAffinitySep);
-  mine.append(tune::affinity_text());
+  mine.append(topo::affinity_text());
   std::vector<std::string> ids = boot_->allgather(mine), cpus;
   for (std::string& s : ids) {
     const size_t at = s.rfind(kAffinitySep);
     cpus.push_back(at == std::string::npos ? "" : s.substr(at + 1));
     if (at != std::string::npos) s.resize(at);
   }
-  topo_ = tune::make_topology(ids, state_.rank);
+  topo_ = topo::make_topology(ids, state_.rank);
   std::vector<std::string> host_cpus;
   for (int r : topo_.ranks_on[static_cast<size_t>(topo_.host)]) host_cpus.push_back(cpus[static_cast<size_t>(r)]);
   if (state_.rank == 0) DCCL_INFO("topology: %s", topo_.summary().c_str());
@@ -114,7 +114,7 @@ int Communicator::learn_topology(std::string* host_id) {
     const std::string& h = topo_.names[static_cast<size_t>(topo_.host_of[static_cast<size_t>(r)])];
     state_.peer_names.push_back("rank " + std::to_string(r) + " on " + h.substr(0, h.find('/')));
   }
-  return tune::union_cpu_count(host_cpus);
+  return topo::union_cpu_count(host_cpus);
 }
 
 // The process's place on its host, for its rail: inherited from the communicator
