@@ -35,13 +35,13 @@ std::string center(const std::string& s, size_t width) {
   return std::string(left, ' ') + s + std::string(width - s.size() - left, ' ');
 }
 
-// Width of one out-of-place / in-place group: "  %7s  %6s  %6s  %6s" [+ "  %7s"].
-size_t group_width(const Ctx& c) { return show_staged(c) ? 42 : 33; }
+// Width of one out-of-place / in-place group: "  %7s  %6s  %6s  %6s" [+ "  %8s"].
+size_t group_width(const Ctx& c) { return show_staged(c) ? 43 : 33; }
 
 void print_group_titles(FILE* f, const Ctx& c, const char* a, const char* b, const char* d,
                         const char* e, const char* g) {
   std::fprintf(f, "  %7s  %6s  %6s  %6s", a, b, d, e);
-  if (show_staged(c)) std::fprintf(f, "  %7s", g);
+  if (show_staged(c)) std::fprintf(f, "  %8s", g);
 }
 
 std::string time_text(double us) {
@@ -56,7 +56,7 @@ void print_result(FILE* f, const Ctx& c, const Result& r) {
   char wrong[32] = "N/A";
   if (r.wrong >= 0) std::snprintf(wrong, sizeof wrong, "%.0f", r.wrong);
   std::fprintf(f, "  %7s  %6.2f  %6.2f  %6s", time_text(r.time_us).c_str(), r.algbw, r.busbw, wrong);
-  if (show_staged(c)) std::fprintf(f, "  %7.3f", r.staged);
+  if (show_staged(c)) std::fprintf(f, "  %8.3f", r.staged);
 }
 
 void json_number(FILE* f, const char* key, double v, bool comma = true) {
