@@ -35,14 +35,14 @@ def reduce_gbps(over=None):
     return _v("hbm_gbps", over) / 3
 
 
-def relay(over=None):
-    return cm.Relay(copy_latency=(_v("d2h_us", over) + _v("h2d_us", over)) / 2,
-                    copy_gbps=_v("copy_gbps", over), node_gbps=_v("relay_node_gbps", over),
+def staging(over=None):
+    return cm.Staging(copy_latency=(_v("d2h_us", over) + _v("h2d_us", over)) / 2,
+                    copy_gbps=_v("copy_gbps", over), node_gbps=_v("staging_node_gbps", over),
                     slot=int(_v("staging_slot", over)))
 
 
 # Links are given per node: the g GPUs of a node run their messages at once (flows = g in
-# costmodel.net_msg, which divides the link and the relay's host memory among them).
+# costmodel.net_msg, which divides the link and the staging's host memory among them).
 
 def net_link(over=None):
     alpha = _v("nccl_net_lat_simple", over) + _v("net_lat_us", over) + _v("dccl_step_us", over)
@@ -59,8 +59,8 @@ def node_link(path, over=None):
     return cm.Link(alpha=alpha, gbps=g * _v("copy_gbps", over))
 
 
-def _relay_for(path, over):
-    return relay(over) if path == "staged" else None
+def _staging_for(path, over):
+    return staging(over) if path == "staged" else None
 
 
 def cross_algo(n, size, over=None, large="ring"):
@@ -78,19 +78,19 @@ def cross(n, size, path, over=None, large="ring"):
         return 0.0
     g = int(_v("gpus_per_node", over))
     f = cm.FLAT[cross_algo(n, size, over, large)]
-    return f(n, size, net_link(over), reduce_gbps(over), _relay_for(path, over), flows=g)
+    return f(n, size, net_link(over), reduce_gbps(over), _staging_for(path, over), flows=g)
 
 
 def node_rd(size, path, over=None):
     g = int(_v("gpus_per_node", over))
-    return cm.rd(g, size, node_link(path, over), reduce_gbps(over), _relay_for(path, over), flows=g)
+    return cm.rd(g, size, node_link(path, over), reduce_gbps(over), _staging_for(path, over), flows=g)
 
 
 def node_rs_or_ag(size, path, over=None, reduce=True):
     """Ring reduce-scatter (or allgather) of `size` bytes over the node's g GPUs."""
     g = int(_v("gpus_per_node", over))
     m = size / g
-    msg = cm.net_msg(node_link(path, over), m, _relay_for(path, over), flows=g)
+    msg = cm.net_msg(node_link(path, over), m, _staging_for(path, over), flows=g)
     return (g - 1) * (msg + (cm.us(m, reduce_gbps(over)) if reduce else 0.0))
 
 

@@ -20,6 +20,6 @@ RHD_MAX = window_max("all_reduce", "rhd")  # halving-doubling up to here, the ri
 RD_BOUNDS = (PLAN["rd"]["min_bound"], PLAN["rd"]["max_bound"])  # recursive doubling's clamp
 # The tuner's link model for this shape's provider (tcp): us per message, GB/s, reduction GB/s.
 LINK = (PLAN["link"]["alpha_us"], PLAN["link"]["gbps"], PLAN["link"]["reduce_gbps"])
-SMEM_ONESHOT = PLAN["segment"]["oneshot_bytes"]  # one-shot through the segment up to here
+SEGMENT_ONESHOT = PLAN["segment"]["oneshot_bytes"]  # one-shot through the segment up to here
 HIER_PIECE = PLAN["hier"]["piece_bytes"]
 HIER_SHARD = PLAN["hier"]["shard_bytes"]

@@ -11,7 +11,7 @@ SIZES = [8, 1 << 10, 64 << 10, 1 << 20, 16 << 20, 256 << 20, 1 << 30, 8 << 30]
 LABELS = {"nccl": "NCCL", "direct": "DirectCCL peer-direct", "staged": "DirectCCL staged"}
 
 # Every bandwidth made endless: what is left of a time is its step latency.
-ENDLESS = {"nic_gbps": 1e12, "nvlink_gbps": 1e12, "copy_gbps": 1e12, "relay_node_gbps": 1e12,
+ENDLESS = {"nic_gbps": 1e12, "nvlink_gbps": 1e12, "copy_gbps": 1e12, "staging_node_gbps": 1e12,
            "hbm_gbps": 1e12, "nccl_tree_ch_gbps_2n": 1e12, "nccl_tree_ch_gbps_4n": 1e12,
            "nccl_ll128_ch_gbps": 1e12}
 

@@ -132,7 +132,7 @@ def tcp_predict(n, reduce_at):
     return f
 
 
-ONESHOT_MAX = plan.SMEM_ONESHOT  # one-shot up to here, chunked above
+ONESHOT_MAX = plan.SEGMENT_ONESHOT  # one-shot up to here, chunked above
 L1_ONESHOT_BYTES = 8 * cm.KB  # one-shot sizes whose three buffers stay in L1
 
 
@@ -236,9 +236,9 @@ def print_scale(title, cl):
     print(f"# Scale-out prediction: allreduce, N nodes x {cl.gpus} accelerators, {title}\n")
     print(f"Parameters: intra-node {cl.intra.gbps:g} GB/s per accelerator, {cl.intra.alpha:g} us per message; "
           f"network {cl.nic.gbps:g} GB/s per node, {cl.nic.alpha:g} us per message; "
-          f"staged relay: {cl.relay.copy_latency:g} us per copy, {cl.relay.copy_gbps:g} GB/s per accelerator "
-          f"(PCIe 5 x16), {cl.relay.node_gbps:g} GB/s per node through host memory, "
-          f"{human(cl.relay.slot)} slots. busbw in GB/s (nccl-tests).\n")
+          f"staging: {cl.staging.copy_latency:g} us per copy, {cl.staging.copy_gbps:g} GB/s per accelerator "
+          f"(PCIe 5 x16), {cl.staging.node_gbps:g} GB/s per node through host memory, "
+          f"{human(cl.staging.slot)} slots. busbw in GB/s (nccl-tests).\n")
     print("| nodes | size | best direct | busbw | best staged | busbw | staged ÷ direct time | ring | tree | hier (direct, us) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for row in scale_out(cl):

@@ -4,10 +4,10 @@
  *   dccl-run -n 2 --env DCCL_PEER_DIRECT=1 ./sim_memory   the transport reads and
  *       writes the device buffers directly (peer-direct, dma-buf registration)
  *   dccl-run -n 2 --env DCCL_PEER_DIRECT=0 ./sim_memory   every byte is staged
- *       through host bounce buffers
+ *       through host staging buffers
  * Each rank prints what its dcclCommGetStats counters saw during the allreduce
  * and checks them against the path (with 2 or more ranks: direct bytes and no
- * relay with 1, relayed bytes and no direct ones with 0), and the result.
+ * staging with 1, staged bytes and no direct ones with 0), and the result.
  * Exits 1 when a call fails, the result is wrong or the counters disagree. */
 #include <dccl/dccl.h>
 #include <stdio.h>
@@ -27,7 +27,7 @@ static void check(dcclResult_t r, const char* call) {
 static unsigned long long delta(uint64_t after, uint64_t before) { return (unsigned long long)(after - before); }
 
 int main(void) {
-  const size_t count = (size_t)3 << 20; /* 12 MiB of float: several bounce slots per peer */
+  const size_t count = (size_t)3 << 20; /* 12 MiB of float: several staging slots per peer */
   const char* mode = getenv("DCCL_PEER_DIRECT");
   dcclComm_t comm;
   dcclStats_t before, after;
@@ -35,7 +35,7 @@ int main(void) {
   float* host = malloc(count * sizeof(float));
   int nranks, bad = 0;
   size_t i, wrong = 0;
-  unsigned long long direct, relayed;
+  unsigned long long direct, staged;
   if (!host) {
     fprintf(stderr, "out of memory\n");
     return 1;
@@ -58,23 +58,23 @@ int main(void) {
   for (i = 0; i < count; ++i) wrong += host[i] != (float)(nranks * (nranks + 1) / 2);
 
   direct = delta(after.bytesSentDirect, before.bytesSentDirect) + delta(after.bytesRecvDirect, before.bytesRecvDirect);
-  relayed = delta(after.bytesRelayedHost, before.bytesRelayedHost);
+  staged = delta(after.bytesRelayedHost, before.bytesRelayedHost);
   printf("rank %d of %d, DCCL_PEER_DIRECT=%s: ops %llu, sent direct %llu B, received direct %llu B, "
-         "relayed through host %llu B, host copies %llu, registrations %llu (cache hits %llu, misses %llu): %s\n",
+         "staged through host %llu B, host copies %llu, registrations %llu (cache hits %llu, misses %llu): %s\n",
          rank, nranks, mode, delta(after.ops, before.ops), delta(after.bytesSentDirect, before.bytesSentDirect),
-         delta(after.bytesRecvDirect, before.bytesRecvDirect), relayed, delta(after.hostCopies, before.hostCopies),
+         delta(after.bytesRecvDirect, before.bytesRecvDirect), staged, delta(after.hostCopies, before.hostCopies),
          delta(after.registrations, before.registrations), delta(after.regCacheHits, before.regCacheHits),
          delta(after.regCacheMisses, before.regCacheMisses), wrong ? "WRONG" : "ok");
   if (wrong) {
     fprintf(stderr, "rank %d: %zu of %zu elements wrong\n", rank, wrong, count);
     bad = 1;
   }
-  if (nranks > 1 && strcmp(mode, "1") == 0 && (direct == 0 || relayed != 0)) {
-    fprintf(stderr, "rank %d: peer-direct, yet %llu bytes direct and %llu relayed\n", rank, direct, relayed);
+  if (nranks > 1 && strcmp(mode, "1") == 0 && (direct == 0 || staged != 0)) {
+    fprintf(stderr, "rank %d: peer-direct, yet %llu bytes direct and %llu staged\n", rank, direct, staged);
     bad = 1;
   }
-  if (nranks > 1 && strcmp(mode, "0") == 0 && (direct != 0 || relayed == 0)) {
-    fprintf(stderr, "rank %d: staged, yet %llu bytes direct and %llu relayed\n", rank, direct, relayed);
+  if (nranks > 1 && strcmp(mode, "0") == 0 && (direct != 0 || staged == 0)) {
+    fprintf(stderr, "rank %d: staged, yet %llu bytes direct and %llu staged\n", rank, direct, staged);
     bad = 1;
   }
 

@@ -238,16 +238,17 @@ dcclResult_t dcclRedOpDestroy(dcclRedOp_t op, dcclComm_t comm);
  * byte is counted on the rank that moves it: a message of N bytes from rank A to
  * rank B adds N to A's bytesSent* and N to B's bytesRecv* (direct), or N to
  * both ranks' bytesRelayedHost (staged). Copies within one host through the
- * shared-memory segment (the smem algorithms, host memory only) are in none of
- * the byte counters. Relay per payload byte = bytesRelayedHost /
+ * shared-memory segment (the segment algorithms, host memory only) are in none of
+ * the byte counters. Staged bytes per payload byte = bytesRelayedHost /
  * (bytesSentDirect + bytesRecvDirect + bytesRelayedHost). */
 typedef struct {
   uint64_t ops;                 /* operations completed */
   uint64_t bytesSentDirect;     /* bytes the transport sent straight from the user's buffer: host memory,
                                    or device memory over peer-direct */
   uint64_t bytesRecvDirect;     /* bytes the transport received straight into the user's buffer */
-  uint64_t bytesRelayedHost;    /* bytes of device memory that crossed this rank's host bounce buffers
-                                   (staged path), sent or received */
+  uint64_t bytesRelayedHost;    /* the staged-bytes count: bytes of device memory that crossed this rank's
+                                   host staging slots (staged path), sent or received; the field keeps
+                                   its first name so that applications built against it still build */
   uint64_t hostCopies;          /* device<->host copies the library made */
   uint64_t registrations;       /* memory registrations made */
   uint64_t regCacheHits;

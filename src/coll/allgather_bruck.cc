@@ -5,7 +5,7 @@
 
 namespace dccl::coll {
 
-void allgather_bruck(Ctx& c, const Args& a) {
+void allgather_bruck(CallContext& c, const Args& a) {
   const int n = c.nranks();
   const size_t bb = a.count * c.esize();  // bytes per block
   if (a.count == 0) return;

@@ -5,7 +5,7 @@
 
 namespace dccl::coll {
 
-void allgather_hier(Levels& lv, const SubOp& a) {
+void allgather_hier(Hierarchy& lv, const SubOp& a) {
   expect_coll(a, SubColl::AllGather, "allgather_hier");
   const size_t es = core::dtype_size(a.dt);
   const size_t group = a.count * static_cast<size_t>(lv.local_size());  // elements per host

@@ -5,7 +5,7 @@
 
 namespace dccl::coll {
 
-void allgather_ring(Ctx& c, const Args& a) {
+void allgather_ring(CallContext& c, const Args& a) {
   const int n = c.nranks(), r = c.rank();
   const size_t es = c.esize();
   const size_t bcount = a.count;

@@ -42,14 +42,14 @@ SubOp piece_step(const SubOp& s, const Piece& p, SubColl coll, int l, size_t es)
   return t;
 }
 
-void pieces(Levels& lv, const SubOp& s, size_t rows_total, size_t es) {
+void pieces(Hierarchy& lv, const SubOp& s, size_t rows_total, size_t es) {
   const int L = lv.local_size();
   const int l = lv.local_rank();
   const size_t row_bytes = es * static_cast<size_t>(L);
   size_t per = lv.piece_bytes() / row_bytes;
   if (per == 0 || lv.piece_bytes() == 0) per = rows_total;
   struct Drain {
-    Levels& lv;
+    Hierarchy& lv;
     ~Drain() { lv.cross_drain(); }  // a step failed: the running cross step must end first
   } drain{lv};
   Piece prev;
@@ -69,7 +69,7 @@ void pieces(Levels& lv, const SubOp& s, size_t rows_total, size_t es) {
 
 }  // namespace
 
-void allreduce_hier(Levels& lv, const SubOp& a) {
+void allreduce_hier(Hierarchy& lv, const SubOp& a) {
   expect_coll(a, SubColl::AllReduce, "allreduce_hier");
   const size_t es = core::dtype_size(a.dt);
   const int L = lv.local_size();

@@ -4,7 +4,7 @@
 
 namespace dccl::coll {
 
-void allreduce_rd(Ctx& c, const Args& a) {
+void allreduce_rd(CallContext& c, const Args& a) {
   const size_t bytes = a.count * c.esize();
   if (a.count == 0) return;
   char* buf = static_cast<char*>(a.recv);

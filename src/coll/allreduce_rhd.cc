@@ -7,7 +7,7 @@
 
 namespace dccl::coll {
 
-void allreduce_rhd(Ctx& c, const Args& a) {
+void allreduce_rhd(CallContext& c, const Args& a) {
   const size_t es = c.esize();
   if (a.count == 0) return;
   char* buf = static_cast<char*>(a.recv);

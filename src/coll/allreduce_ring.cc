@@ -6,7 +6,7 @@
 
 namespace dccl::coll {
 
-void allreduce_ring(Ctx& c, const Args& a) {
+void allreduce_ring(CallContext& c, const Args& a) {
   const int n = c.nranks();
   const size_t es = c.esize();
   const char* sb = static_cast<const char*>(a.send);

@@ -7,7 +7,7 @@
 
 namespace dccl::coll {
 
-void alltoall_pairwise(Ctx& c, const Args& a) {
+void alltoall_pairwise(CallContext& c, const Args& a) {
   const int n = c.nranks(), r = c.rank();
   const size_t bb = a.count * c.esize();
   if (a.count == 0) return;

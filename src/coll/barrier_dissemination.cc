@@ -4,7 +4,7 @@
 
 namespace dccl::coll {
 
-void barrier_dissemination(Ctx& c, const Args&) {
+void barrier_dissemination(CallContext& c, const Args&) {
   const int n = c.nranks(), r = c.rank();
   static char dummy[8];
   uint32_t step = 0;

@@ -8,7 +8,7 @@
 
 namespace dccl::coll {
 
-void broadcast_chain(Ctx& c, const Args& a) {
+void broadcast_chain(CallContext& c, const Args& a) {
   const int n = c.nranks();
   const size_t es = c.esize();
   if (a.count == 0) return;

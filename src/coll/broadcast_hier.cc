@@ -4,7 +4,7 @@
 
 namespace dccl::coll {
 
-void broadcast_hier(Levels& lv, const SubOp& a) {
+void broadcast_hier(Hierarchy& lv, const SubOp& a) {
   expect_coll(a, SubColl::Broadcast, "broadcast_hier");
   const int root_host = lv.host_of(a.root), root_local = lv.local_of(a.root);
   SubOp s = a;

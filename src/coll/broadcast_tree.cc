@@ -6,7 +6,7 @@
 
 namespace dccl::coll {
 
-void broadcast_tree(Ctx& c, const Args& a) {
+void broadcast_tree(CallContext& c, const Args& a) {
   const size_t bytes = a.count * c.esize();
   if (a.count == 0) return;
   patterns::BinomialTree tree{c.rank(), c.nranks(), a.root};

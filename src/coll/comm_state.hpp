@@ -11,7 +11,7 @@
 
 namespace dccl::net {
 class Transport;
-class ShmSegment;
+class SharedSegment;
 }  // namespace dccl::net
 
 namespace dccl::coll {
@@ -19,7 +19,7 @@ namespace dccl::coll {
 struct CommState {
   int rank = 0, nranks = 1;
   net::Transport* net = nullptr;
-  net::ShmSegment* smem = nullptr;  // when every rank is on this host
+  net::SharedSegment* segment = nullptr;  // when every rank is on this host
   // How errors name peers ("rank 3 on node7"), by rank; empty: "rank N".
   std::vector<std::string> peer_names;
   int64_t spin_us = DCCL_DEFAULT_SPIN_US;

@@ -1,7 +1,7 @@
 // Non-power-of-two fix-up shared by the recursive algorithms: extra ranks fold
 // their data into a partner before the exchange and get the result after it.
 #pragma once
-#include "coll/ctx.hpp"
+#include "coll/call_context.hpp"
 #include "coll/patterns/rhd.hpp"
 
 namespace dccl::coll {
@@ -11,7 +11,7 @@ constexpr uint32_t kFoldStep = 0xfff000;
 constexpr uint32_t kUnfoldStep = 0xfff001;
 
 // Before: extras send buf to their partner; partners receive into tmp and reduce into buf.
-inline void fold_in(Ctx& c, const patterns::Rhd& h, void* buf, void* tmp, size_t count) {
+inline void fold_in(CallContext& c, const patterns::Rhd& h, void* buf, void* tmp, size_t count) {
   int partner = h.fold_partner();
   if (partner < 0) return;
   Xfer x;
@@ -26,7 +26,7 @@ inline void fold_in(Ctx& c, const patterns::Rhd& h, void* buf, void* tmp, size_t
 }
 
 // After: partners send the result to their extra.
-inline void fold_out(Ctx& c, const patterns::Rhd& h, void* buf, size_t count) {
+inline void fold_out(CallContext& c, const patterns::Rhd& h, void* buf, size_t count) {
   int partner = h.fold_partner();
   if (partner < 0) return;
   Xfer x;

@@ -27,9 +27,9 @@ struct SubOp {
   int root = 0;
 };
 
-class Levels {
+class Hierarchy {
  public:
-  virtual ~Levels() = default;
+  virtual ~Hierarchy() = default;
   virtual int host() const = 0;  // this rank's host, 0..hosts()-1
   virtual int hosts() const = 0;
   virtual int local_rank() const = 0;
@@ -69,10 +69,10 @@ inline void expect_coll(const SubOp& op, SubColl c, const char* fn) {
   if (op.coll != c) throw core::Error(dcclInternalError, std::string(fn) + ": handed another collective");
 }
 
-void allreduce_hier(Levels& lv, const SubOp& op);
-void broadcast_hier(Levels& lv, const SubOp& op);  // op.root: a rank of the whole communicator
-void allgather_hier(Levels& lv, const SubOp& op);       // needs ranks_by_host()
-void reduce_scatter_hier(Levels& lv, const SubOp& op);  // needs ranks_by_host()
-void reduce_hier(Levels& lv, const SubOp& op);          // op.root: a rank of the whole communicator
+void allreduce_hier(Hierarchy& lv, const SubOp& op);
+void broadcast_hier(Hierarchy& lv, const SubOp& op);  // op.root: a rank of the whole communicator
+void allgather_hier(Hierarchy& lv, const SubOp& op);       // needs ranks_by_host()
+void reduce_scatter_hier(Hierarchy& lv, const SubOp& op);  // needs ranks_by_host()
+void reduce_hier(Hierarchy& lv, const SubOp& op);          // op.root: a rank of the whole communicator
 
 }  // namespace dccl::coll

@@ -13,7 +13,7 @@ namespace {
 constexpr int kDepth = 8;  // chunks in flight per link
 }  // namespace
 
-void reduce_chain(Ctx& c, const Args& a) {
+void reduce_chain(CallContext& c, const Args& a) {
   const int n = c.nranks();
   const size_t es = c.esize();
   if (a.count == 0) return;

@@ -5,7 +5,7 @@
 
 namespace dccl::coll {
 
-void reduce_hier(Levels& lv, const SubOp& a) {
+void reduce_hier(Hierarchy& lv, const SubOp& a) {
   expect_coll(a, SubColl::Reduce, "reduce_hier");
   const size_t bytes = a.count * core::dtype_size(a.dt);
   const int root_host = lv.host_of(a.root), root_local = lv.local_of(a.root);

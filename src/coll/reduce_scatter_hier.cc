@@ -6,7 +6,7 @@
 
 namespace dccl::coll {
 
-void reduce_scatter_hier(Levels& lv, const SubOp& a) {
+void reduce_scatter_hier(Hierarchy& lv, const SubOp& a) {
   expect_coll(a, SubColl::ReduceScatter, "reduce_scatter_hier");
   const size_t es = core::dtype_size(a.dt);
   const size_t group = a.count * static_cast<size_t>(lv.local_size());  // elements per host

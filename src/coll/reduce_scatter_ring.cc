@@ -6,7 +6,7 @@
 
 namespace dccl::coll {
 
-void reduce_scatter_ring(Ctx& c, const Args& a) {
+void reduce_scatter_ring(CallContext& c, const Args& a) {
   const int n = c.nranks(), r = c.rank();
   const size_t es = c.esize();
   const size_t bcount = a.count;  // elements per block

@@ -24,7 +24,7 @@ void chunk_range(size_t max_block_elems, size_t block_elems, int chunks, int ch,
   *len = hi - lo;
 }
 
-void RingPipeline::run(Ctx& c, int next, int prev) const {
+void RingPipeline::run(CallContext& c, int next, int prev) const {
   const int T = steps, C = chunks;
   if (T <= 0) return;
   std::vector<Xfer> sends(static_cast<size_t>(T) * C);
@@ -45,7 +45,7 @@ void RingPipeline::run(Ctx& c, int next, int prev) const {
   for (int ch = 0; ch < C; ++ch) c.send(next, send_ptr(0, ch), bytes(0, ch), tag(0, ch), sx(0, ch));
 
   // Chunks are handled in (step, chunk) order on every rank, so each link sees its
-  // sends and receives in the same order: a staged data path with a few bounce slots
+  // sends and receives in the same order: a staged data path with a few staging slots
   // per peer then behaves as a FIFO pipe and cannot deadlock.
   for (int t = 0; t < T; ++t) {
     for (int ch = 0; ch < C; ++ch) {

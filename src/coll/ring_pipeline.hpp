@@ -5,7 +5,7 @@
 #pragma once
 #include <functional>
 
-#include "coll/ctx.hpp"
+#include "coll/call_context.hpp"
 
 namespace dccl::coll {
 
@@ -25,7 +25,7 @@ struct RingPipeline {
   std::function<int(int t)> recv_after_send_of;
   std::function<int(int t)> on_recv_after_send_of;
 
-  void run(Ctx& c, int next, int prev) const;
+  void run(CallContext& c, int next, int prev) const;
 };
 
 // Number of chunks so that each is about chunk_bytes (at least one).

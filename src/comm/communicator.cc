@@ -14,7 +14,7 @@
 #include <cstring>
 
 #include "bootstrap/unique_id.hpp"
-#include "coll/ctx.hpp"
+#include "coll/call_context.hpp"
 #include "core/launcher.hpp"
 #include "core/log.hpp"
 #include "core/types.hpp"
@@ -67,7 +67,7 @@ Communicator::~Communicator() {
     dcclStats_t s = stats();
     fprintf(stderr,
             "DCCL stats rank %d: ops %" PRIu64 " sent_direct %" PRIu64 " recv_direct %" PRIu64
-            " relayed_host %" PRIu64 " host_copies %" PRIu64 " registrations %" PRIu64
+            " staged_host %" PRIu64 " host_copies %" PRIu64 " registrations %" PRIu64
             " reg_hits %" PRIu64 " reg_misses %" PRIu64 " allocations %" PRIu64 "\n",
             state_.rank, s.ops, s.bytesSentDirect, s.bytesRecvDirect, s.bytesRelayedHost, s.hostCopies,
             s.registrations, s.regCacheHits, s.regCacheMisses, s.allocations);
@@ -86,7 +86,7 @@ Communicator::~Communicator() {
   // (unless the failure is only quiesce()'s notice of cancelled work, with none in flight).
   if (state_.fail.raised() && !announced_ && net_) net_->abandon();
   // Scratch and paths before the transport, transport before the store.
-  smem_.reset();
+  segment_.reset();
   for (auto& p : res_.scratch) p.reset();
   paths_.reset();
   net_.reset();

@@ -23,7 +23,7 @@
 #include "sched/op.hpp"
 #include "sched/stats.hpp"
 #include "sched/stream.hpp"
-#include "tune/topology.hpp"
+#include "topo/topology.hpp"
 #include "tune/tuner.hpp"
 
 namespace dccl::comm {
@@ -55,7 +55,7 @@ class Communicator {
   int nranks() const { return state_.nranks; }
   const core::Config& config() const { return cfg_; }
   const std::string& provider() const { return provider_; }
-  const tune::Topology& topology() const { return topo_; }
+  const topo::Topology& topology() const { return topo_; }
   const Place& place() const { return place_; }
   const net::Transport& transport() const { return *net_; }
 
@@ -174,7 +174,7 @@ class Communicator {
   // with the scheduler (res_.comm) and every collective's context by reference.
   coll::CommState state_;
   std::string provider_;
-  tune::Topology topo_;
+  topo::Topology topo_;
   Place place_;
   std::string label_;  // "rank R", or the name the parent of a split gives this rank
   uint64_t splits_ = 0;  // split() calls so far: names each split's keys
@@ -185,14 +185,14 @@ class Communicator {
   std::unique_ptr<net::Transport> net_;
   tune::Plan plan_;  // every threshold, cap and chunk this communicator runs with
   std::unique_ptr<tune::Tuner> tuner_;
-  std::unique_ptr<net::ShmSegment> smem_;
+  std::unique_ptr<net::SharedSegment> segment_;
   std::string rxm_eager_;  // effective FI_OFI_RXM_EAGER_LIMIT
   std::unique_ptr<mem::PathChooser> paths_;
   TimePoint init_deadline_{};  // while the constructor runs: init's one deadline
   std::mutex levels_mu_;  // levels_ against the failure watcher's set_failed()
   std::unique_ptr<CommLevels> levels_;  // several hosts, same ranks on each: hierarchical algorithms
   sched::Stats stats_;
-  sched::Resources res_;
+  sched::ExecutorInputs res_;
   std::unique_ptr<core::Recorder> rec_;
   std::unique_ptr<StatusPublisher> status_;  // stopped first in the destructor
 
@@ -214,8 +214,8 @@ class Communicator {
   std::atomic<bool> announced_{false};  // quiesce() told the other ranks of cancelled work (nothing was in flight)
   // Queued stream work reaches this communicator through its gate, which quiesce()
   // closes: cancelled work then fails on its stream without touching this object.
-  struct Gate;
-  std::shared_ptr<Gate> gate_;
+  struct SubmitGate;
+  std::shared_ptr<SubmitGate> gate_;
   struct PreMul {
     bool live = false;
     dcclDataType_t dt = dcclFloat32;

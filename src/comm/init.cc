@@ -101,17 +101,17 @@ void Communicator::open_store(const boot::UniqueIdData& id, std::unique_ptr<boot
 // hosts), with each rank's CPU affinity, so that a rank knows the cores its host's
 // ranks share; errors name each rank with its host.
 int Communicator::learn_topology(std::string* host_id) {
-  *host_id = tune::host_identity(cfg_.host_id);
+  *host_id = topo::host_identity(cfg_.host_id);
   std::string mine = *host_id;
   mine.push_back(kAffinitySep);
-  mine.append(tune::affinity_text());
+  mine.append(topo::affinity_text());
   std::vector<std::string> ids = boot_->allgather(mine), cpus;
   for (std::string& s : ids) {
     const size_t at = s.rfind(kAffinitySep);
     cpus.push_back(at == std::string::npos ? "" : s.substr(at + 1));
     if (at != std::string::npos) s.resize(at);
   }
-  topo_ = tune::make_topology(ids, state_.rank);
+  topo_ = topo::make_topology(ids, state_.rank);
   std::vector<std::string> host_cpus;
   for (int r : topo_.ranks_on[static_cast<size_t>(topo_.host)]) host_cpus.push_back(cpus[static_cast<size_t>(r)]);
   if (state_.rank == 0) DCCL_INFO("topology: %s", topo_.summary().c_str());
@@ -119,7 +119,7 @@ int Communicator::learn_topology(std::string* host_id) {
     const std::string& h = topo_.names[static_cast<size_t>(topo_.host_of[static_cast<size_t>(r)])];
     state_.peer_names.push_back("rank " + std::to_string(r) + " on " + h.substr(0, h.find('/')));
   }
-  return tune::union_cpu_count(host_cpus);
+  return topo::union_cpu_count(host_cpus);
 }
 
 // The process's place on its host, for its rail: inherited from the communicator
@@ -188,7 +188,7 @@ void Communicator::make_paths() {
   po.slot_bytes = cfg_.staging_slot_bytes;
   po.slots = static_cast<int>(cfg_.staging_slots);
   po.cache_bytes = cfg_.reg_cache_bytes;
-  mem::PathCounters pc{&stats_.sent_direct, &stats_.recv_direct, &stats_.relayed_host, &stats_.host_copies,
+  mem::PathCounters pc{&stats_.sent_direct, &stats_.recv_direct, &stats_.staged_host, &stats_.host_copies,
                        &stats_.allocations};
   paths_ = std::make_unique<mem::PathChooser>(*net_, po, pc);
   paths_->log_plan();
@@ -197,7 +197,7 @@ void Communicator::make_paths() {
 // What the scheduler and the collectives' contexts reference from here on.
 void Communicator::share_state() {
   state_.net = net_.get();
-  state_.smem = smem_.get();
+  state_.segment = segment_.get();
   state_.spin_us = plan_.spin.spin_us;
   res_.comm = &state_;
   res_.tuner = tuner_.get();
@@ -290,9 +290,9 @@ void Communicator::open_shared_segment() {
   if (!plan_.segment) return;
   bool ok = true;
   try {
-    smem_ = std::make_unique<net::ShmSegment>(
-        state_.rank, state_.nranks, plan_.smem_oneshot_bytes, plan_.smem_chunk_bytes,
-        [&](const std::string& name) { boot_->set("smem", name); }, [&] { return boot_->get("smem"); },
+    segment_ = std::make_unique<net::SharedSegment>(
+        state_.rank, state_.nranks, plan_.segment_oneshot_bytes, plan_.segment_chunk_bytes,
+        [&](const std::string& name) { boot_->set("segment", name); }, [&] { return boot_->get("segment"); },
         [&] { boot_->barrier(); });
   } catch (const Error& e) {
     DCCL_INFO("no shared-memory segment: %s", e.what());
@@ -301,7 +301,7 @@ void Communicator::open_shared_segment() {
   for (const auto& v : boot_->allgather(ok ? "1" : "0"))
     if (v != "1") ok = false;
   if (!ok) {
-    smem_.reset();
+    segment_.reset();
     plan_.segment = false;
   }
 }
@@ -310,8 +310,8 @@ void Communicator::open_shared_segment() {
 void Communicator::check_same_settings() {
   std::string mine = "DCCL_STAGING_SLOT_BYTES=" + std::to_string(cfg_.staging_slot_bytes) +
                      " DCCL_CHUNK_BYTES=" + std::to_string(cfg_.chunk_bytes) + " DCCL_ALGO='" + cfg_.algo + "'" +
-                     " DCCL_SMEM_BYTES=" + std::to_string(cfg_.smem_bytes) +
-                     " DCCL_SMEM_CHUNK_BYTES=" + std::to_string(plan_.smem_chunk_bytes) +
+                     " DCCL_SEGMENT_BYTES=" + std::to_string(cfg_.segment_bytes) +
+                     " DCCL_SEGMENT_CHUNK_BYTES=" + std::to_string(plan_.segment_chunk_bytes) +
                      " DCCL_HIER=" + std::to_string(cfg_.hier) +
                      " DCCL_HIER_PIECE_BYTES=" + std::to_string(cfg_.hier_piece_bytes) +
                      " DCCL_CHECK=" + std::to_string(cfg_.check ? 1 : 0) +

@@ -10,7 +10,7 @@ namespace dccl::comm {
 using core::Error;
 using core::log_set_rank;
 
-CommLevels::CommLevels(const tune::Topology& topo, int64_t timeout_ms, size_t piece_bytes,
+CommLevels::CommLevels(const topo::Topology& topo, int64_t timeout_ms, size_t piece_bytes,
                        std::unique_ptr<Communicator> local, std::unique_ptr<Communicator> cross,
                        const std::chrono::steady_clock::time_point* deadline)
     : topo_(topo),

@@ -10,17 +10,17 @@
 #include "dccl/dccl.h"
 #include "mem/backend.hpp"
 #include "sched/stream.hpp"
-#include "tune/topology.hpp"
+#include "topo/topology.hpp"
 
 namespace dccl::comm {
 
 class Communicator;
 
-class CommLevels final : public coll::Levels {
+class CommLevels final : public coll::Hierarchy {
  public:
-  // `deadline`: the parent's running call's deadline (sched::Resources::deadline),
+  // `deadline`: the parent's running call's deadline (sched::ExecutorInputs::deadline),
   // which every step on the sub-communicators shares.
-  CommLevels(const tune::Topology& topo, int64_t timeout_ms, size_t piece_bytes, std::unique_ptr<Communicator> local,
+  CommLevels(const topo::Topology& topo, int64_t timeout_ms, size_t piece_bytes, std::unique_ptr<Communicator> local,
              std::unique_ptr<Communicator> cross, const std::chrono::steady_clock::time_point* deadline);
   ~CommLevels() override;
 
@@ -50,7 +50,7 @@ class CommLevels final : public coll::Levels {
 
  private:
   void run(Communicator& c, const coll::SubOp& op, sched::Stream* stream);
-  tune::Topology topo_;
+  topo::Topology topo_;
   int64_t timeout_ms_;
   size_t piece_bytes_;
   const std::chrono::steady_clock::time_point* deadline_;

@@ -38,13 +38,13 @@ constexpr const char* finalized_note = "refused: the communicator was finalized 
                                        "dcclCommDestroy may follow";
 }  // namespace
 
-struct Communicator::Gate {
+struct Communicator::SubmitGate {
   std::mutex mu;
   Communicator* comm;  // null once closed
   int rank;
   uint64_t queued = 0;  // submissions on streams that have not reached the communicator
   std::string why;      // why it closed
-  Gate(Communicator* c, int r) : comm(c), rank(r) {}
+  SubmitGate(Communicator* c, int r) : comm(c), rank(r) {}
   Communicator* enter(std::span<const sched::Op> ops) {
     std::lock_guard<std::mutex> lk(mu);
     if (!comm) raise(dcclInvalidUsage, describe(rank, what_of(ops), "cancelled: " + why));
@@ -151,11 +151,11 @@ void Communicator::submit(std::vector<sched::Op> ops, sched::Stream* stream) {
     run_ticket(kTakeTicket, ops);
     return;
   }
-  std::shared_ptr<Gate> gate;
+  std::shared_ptr<SubmitGate> gate;
   uint64_t ticket;
   {
     std::lock_guard<std::mutex> lk(order_mu_);
-    if (!gate_) gate_ = std::make_shared<Gate>(this, state_.rank);
+    if (!gate_) gate_ = std::make_shared<SubmitGate>(this, state_.rank);
     gate = gate_;
     std::lock_guard<std::mutex> g(gate->mu);
     if (!gate->comm) raise(dcclInvalidUsage, describe(state_.rank, what_of(ops), "the communicator is being destroyed"));

@@ -1,8 +1,12 @@
 #include "core/config.hpp"
+#include "core/config_aliases.hpp"
 
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <set>
 #include <limits>
 #include <string>
 
@@ -102,6 +106,45 @@ void assign(uint64_t& f, const std::string& v, const char* n) {
 void assign(bool& f, const std::string& v, const char* n) { f = parse_bool(v, n); }
 }  // namespace
 
+const std::vector<ConfigAlias>& setting_aliases() {
+#define A(old_name, name) {old_name, name},
+  static const std::vector<ConfigAlias> v = {DCCL_CONFIG_ALIASES(A)};
+#undef A
+  return v;
+}
+
+const std::vector<ConfigAlias>& algo_aliases() {
+#define A(old_name, name) {old_name, name},
+  static const std::vector<ConfigAlias> v = {DCCL_ALGO_ALIASES(A)};
+#undef A
+  return v;
+}
+
+void warn_deprecated(const ConfigAlias& a) {
+  static std::mutex mu;
+  static std::set<std::string> warned;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!warned.insert(a.old_name).second) return;
+  }
+  DCCL_WARN("%s is deprecated: use %s (it is read as that)", a.old_name, a.name);
+}
+
+namespace {
+// A setting's value from the environment: its own variable, else a deprecated
+// name for it (recorded in `deprecated`).
+const char* env_or_alias(const char* name, std::vector<std::string>* deprecated) {
+  if (const char* v = getenv(name)) return v;
+  for (const ConfigAlias& a : setting_aliases())
+    if (!strcmp(a.name, name))
+      if (const char* v = getenv(a.old_name)) {
+        if (deprecated) deprecated->push_back(a.old_name);
+        return v;
+      }
+  return nullptr;
+}
+}  // namespace
+
 bool Config::set_in_env(const char* name) const {
   for (const std::string& n : from_env)
     if (n == name) return true;
@@ -144,6 +187,7 @@ const std::vector<OutsideVar>& outside_vars() {
 
 const char* env_value(const char* name) {
   bool known = table_default(name) != nullptr;
+  for (const ConfigAlias& a : setting_aliases()) known |= std::string(a.old_name) == name;
   for (const OutsideVar& o : outside_vars()) known |= std::string(o.name) == name;
   if (!known)
     raise(dcclInternalError, std::string("env_value: ") + name + " is neither a setting nor a known outside variable");
@@ -158,7 +202,7 @@ std::string env_text(const char* name) {
 std::string setting_text(const char* name) {
   const char* def = table_default(name);
   if (!def) raise(dcclInternalError, std::string("setting_text: ") + name + " is not in the settings table");
-  const char* env = getenv(name);
+  const char* env = env_or_alias(name, nullptr);
   return env ? env : def;
 }
 
@@ -190,11 +234,14 @@ const ConfigRange* config_range(const std::string& name) {
   return nullptr;
 }
 
-Config load_config() {
+namespace {
+// The settings from the environment, without warnings: config() runs it before
+// the log level is known.
+Config read_config() {
   Config c;
 #define X(field, name, type, def, help)          \
   {                                              \
-    const char* env = getenv(name);              \
+    const char* env = env_or_alias(name, &c.deprecated); \
     assign(c.field, env ? env : def, name);      \
     if (env) c.from_env.push_back(name);         \
   }
@@ -208,11 +255,20 @@ Config load_config() {
   c.timeout_ms = c.timeout_s * 1000;
   return c;
 }
+}  // namespace
+
+Config load_config() {
+  Config c = read_config();
+  for (const std::string& old : c.deprecated)
+    for (const ConfigAlias& a : setting_aliases())
+      if (old == a.old_name) warn_deprecated(a);
+  return c;
+}
 
 const Config& config() {
   static const Config c = [] {
     try {
-      return load_config();
+      return read_config();
     } catch (const Error&) {
       // A bad value is reported by the call that loads the config explicitly
       // (communicator init); logging falls back to defaults here.

@@ -39,8 +39,19 @@ struct Config {
   int64_t timeout_ms = 0;
   const char* timeout_from = "DCCL_TIMEOUT_S";
   std::vector<std::string> from_env;  // the settings the environment set
+  std::vector<std::string> deprecated;  // deprecated names the environment used for them
   bool set_in_env(const char* name) const;
 };
+
+// A renamed setting or algorithm name that is still accepted (core/config_aliases.hpp).
+struct ConfigAlias {
+  const char* old_name;
+  const char* name;
+};
+const std::vector<ConfigAlias>& setting_aliases();
+const std::vector<ConfigAlias>& algo_aliases();
+// Logs "OLD is deprecated: use NEW" once per process and alias.
+void warn_deprecated(const ConfigAlias& a);
 
 // A table setting's text: the environment's value, else the table's default (the
 // few settings read without a communicator's Config: the bootstrap interface, the

@@ -27,11 +27,11 @@
   X(sim_dmabuf, "DCCL_SIM_DMABUF", Bool, "1", "sim accelerator memory offers dma-buf export (0: not, as memory a NIC cannot reach; tests the staged fallback)") \
   X(socket_ifname, "DCCL_SOCKET_IFNAME", Str, "", "Interface for the bootstrap store; empty: the one that reaches the root") \
   X(peer_direct, "DCCL_PEER_DIRECT", Str, "auto", "auto: direct where viable; 1: require direct; 0: force host staging") \
-  X(staging_slot_bytes, "DCCL_STAGING_SLOT_BYTES", Bytes, "1M", "Size of one host bounce slot")   \
-  X(staging_slots, "DCCL_STAGING_SLOTS", Int, "4", "Host bounce slots per peer (at least 2)")     \
+  X(staging_slot_bytes, "DCCL_STAGING_SLOT_BYTES", Bytes, "1M", "Size of one host staging slot")   \
+  X(staging_slots, "DCCL_STAGING_SLOTS", Int, "4", "Host staging slots per peer (at least 2)")     \
   X(reg_cache_bytes, "DCCL_REG_CACHE_BYTES", Bytes, "8G", "Bound on memory kept registered by the peer-direct registration cache (LRU eviction)") \
-  X(smem_bytes, "DCCL_SMEM_BYTES", Bytes, "64K", "Largest allreduce done one-shot through host shared memory when all ranks share a host (16K cap above 4 ranks; 0 disables)") \
-  X(smem_chunk_bytes, "DCCL_SMEM_CHUNK_BYTES", Bytes, "256K", "Chunk of the pipelined allreduce through host shared memory (each rank's slot holds one), used above DCCL_SMEM_BYTES when all ranks share a host; unset, 512K for 2 ranks (0 disables)") \
+  X(segment_bytes, "DCCL_SEGMENT_BYTES", Bytes, "64K", "Largest allreduce done one-shot through host shared memory when all ranks share a host (16K cap above 4 ranks; 0 disables)") \
+  X(segment_chunk_bytes, "DCCL_SEGMENT_CHUNK_BYTES", Bytes, "256K", "Chunk of the pipelined allreduce through host shared memory (each rank's slot holds one), used above DCCL_SEGMENT_BYTES when all ranks share a host; unset, 512K for 2 ranks (0 disables)") \
   X(rxm_eager_bytes, "DCCL_RXM_EAGER_BYTES", Bytes, "256K", "Sets FI_OFI_RXM_EAGER_LIMIT (tcp;ofi_rxm sends up to this size eagerly, without a rendezvous round trip) unless it is set; 0 leaves libfabric's default") \
   X(stats, "DCCL_STATS", Bool, "0", "Print the communicator's data-path statistics at destroy")  \
   X(check, "DCCL_CHECK", Bool, "0", "Check every operation's signature across ranks")           \
@@ -60,8 +60,8 @@
   R("DCCL_STAGING_SLOT_BYTES", 4096, 1ULL << 30)                  \
   R("DCCL_STAGING_SLOTS", 2, 1024)                                \
   R("DCCL_REG_CACHE_BYTES", 0, 16ULL << 40)                       \
-  R("DCCL_SMEM_BYTES", 0, 256ULL << 20)                           \
-  R("DCCL_SMEM_CHUNK_BYTES", 0, 256ULL << 20)                     \
+  R("DCCL_SEGMENT_BYTES", 0, 256ULL << 20)                           \
+  R("DCCL_SEGMENT_CHUNK_BYTES", 0, 256ULL << 20)                     \
   R("DCCL_RXM_EAGER_BYTES", 0, 64ULL << 20)                       \
   R("DCCL_SPIN_US", 0, 10000000)                                  \
   R("DCCL_RECORDER", 0, 1ULL << 20)                               \

@@ -1,7 +1,7 @@
 // The data paths: how the transport reaches an operation's buffers.
 // Host memory needs no path (the transport reads it directly). Device memory goes
 // either direct (the transport reaches device memory through its dma-buf
-// registration) or staged (through registered host bounce slots, pipelined).
+// registration) or staged (through registered host staging slots, pipelined).
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -37,7 +37,7 @@ std::shared_ptr<DmaBufRegistration> register_dmabuf_range(net::Transport& net, i
 struct PathCounters {
   std::atomic<uint64_t>* sent_direct = nullptr;
   std::atomic<uint64_t>* recv_direct = nullptr;
-  std::atomic<uint64_t>* relayed_host = nullptr;
+  std::atomic<uint64_t>* staged_host = nullptr;
   std::atomic<uint64_t>* host_copies = nullptr;
   std::atomic<uint64_t>* allocations = nullptr;
 };

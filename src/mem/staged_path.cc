@@ -21,7 +21,7 @@ StagedPath::~StagedPath() {
         if (p->pinned) try {
             p->pinned->unpin_host(p->base);
           } catch (const std::exception& e) {
-            DCCL_WARN("rank %d: staging: unpinning bounce slots failed: %s", rank_, e.what());
+            DCCL_WARN("rank %d: staging: unpinning staging slots failed: %s", rank_, e.what());
           }
         net_.deregister_memory(p->mr);
         host_backend().free(p->base);
@@ -53,7 +53,7 @@ void StagedPath::pin(Pool& p, Backend& be) {
   try {
     if (be.pin_host(p.base, slot_bytes_ * static_cast<size_t>(slots_))) p.pinned = &be;
   } catch (const std::exception& e) {  // pin_host does not throw; a backend that does is not retried either
-    DCCL_WARN("rank %d: staging: bounce slots not pinned for %s memory (%s)", rank_, be.name(), e.what());
+    DCCL_WARN("rank %d: staging: staging slots not pinned for %s memory (%s)", rank_, be.name(), e.what());
   }
 }
 
@@ -93,7 +93,7 @@ void StagedPath::start_part(Transfer& op, int slot) {
     part.ticket = op.be->copy_async(host, op.dev + part.off, part.len);
     part.stage = Stage::CopyOut;
     ctr_.host_copies->fetch_add(1, std::memory_order_relaxed);
-    ctr_.relayed_host->fetch_add(part.len, std::memory_order_relaxed);
+    ctr_.staged_host->fetch_add(part.len, std::memory_order_relaxed);
   } else if (op.send) {
     net_.isend(op.peer, host, 0, op.tag, &part.req, op.pool->mr);
     part.stage = Stage::Net;
@@ -138,7 +138,7 @@ void StagedPath::advance(Transfer& op) {
         part.ticket = op.be->copy_async(op.dev + part.off, slot_ptr(*op.pool, part.slot), part.len);
         part.stage = Stage::CopyIn;
         ctr_.host_copies->fetch_add(1, std::memory_order_relaxed);
-        ctr_.relayed_host->fetch_add(part.len, std::memory_order_relaxed);
+        ctr_.staged_host->fetch_add(part.len, std::memory_order_relaxed);
       }
     }
     if (part.stage == Stage::CopyIn && op.be->done(part.ticket)) part.stage = Stage::Done;

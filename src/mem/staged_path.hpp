@@ -1,5 +1,5 @@
 // Host-staged data path, used where peer-direct is not viable: device data crosses
-// registered host bounce slots. Per peer and direction there are DCCL_STAGING_SLOTS
+// registered host staging slots. Per peer and direction there are DCCL_STAGING_SLOTS
 // slots of DCCL_STAGING_SLOT_BYTES, allocated and registered once, on first use.
 // A transfer is cut into slot-sized parts (the same cut the transport makes for
 // every message, so a staged sender and a direct receiver agree on the wire):

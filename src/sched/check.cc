@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "coll/ctx.hpp"
+#include "coll/call_context.hpp"
 #include "core/error.hpp"
 #include "core/types.hpp"
 
@@ -32,7 +32,7 @@ std::string text(const Sig& s) {
 
 }  // namespace
 
-void check_signature(Resources& res, const Op& op) {
+void check_signature(ExecutorInputs& res, const Op& op) {
   const int n = res.comm->nranks;
   if (n == 1) return;
   Sig mine{};
@@ -45,12 +45,12 @@ void check_signature(Resources& res, const Op& op) {
   mine.op = reducing ? op.op : 0;
   mine.root = op.coll == tune::Coll::Reduce || op.coll == tune::Coll::Broadcast ? op.root : 0;
 
-  coll::CtxInit in;
+  coll::CallContextInit in;
   in.comm = res.comm;
   in.backend = &mem::host_backend();
   in.deadline = res.deadline;
   in.name.text = "DCCL_CHECK of " + text(mine);
-  coll::Ctx ctx(in);
+  coll::CallContext ctx(in);
   std::vector<Sig> theirs(static_cast<size_t>(n));
   std::vector<coll::Xfer> xs(2 * static_cast<size_t>(n));
   const uint64_t tag = coll::make_tag(coll::TagKind::Check, op.seq, 0);

@@ -6,6 +6,6 @@
 
 namespace dccl::sched {
 
-void check_signature(Resources& res, const Op& op);
+void check_signature(ExecutorInputs& res, const Op& op);
 
 }  // namespace dccl::sched

@@ -29,8 +29,8 @@ size_t tuning_bytes(const Op& op, int n) {
   }
 }
 
-coll::CtxInit base_init(Resources& res, const Op& op, coll::Label&& name) {
-  coll::CtxInit in;
+coll::CallContextInit base_init(ExecutorInputs& res, const Op& op, coll::Label&& name) {
+  coll::CallContextInit in;
   mem::PathSel sel = res.paths->select(op.send, op.recv, [&] { return name.str(); }, op.backend);
   in.path = sel.path;
   if (core::RecEntry* e = core::Recorder::current()) e->path = !sel.path ? "host" : sel.direct ? "direct" : "staged";
@@ -52,7 +52,7 @@ coll::CtxInit base_init(Resources& res, const Op& op, coll::Label&& name) {
 
 // A PreMulSum's input scaled by this rank's scalar, in the operation's scratch (kept
 // by `ctx` until it ends). Elements: the whole input (nranks blocks for reduce-scatter).
-const void* premul_input(coll::Ctx& ctx, const Op& op, int nranks, int64_t timeout_ms) {
+const void* premul_input(coll::CallContext& ctx, const Op& op, int nranks, int64_t timeout_ms) {
   const size_t n = op.coll == Coll::ReduceScatter ? op.count * static_cast<size_t>(nranks) : op.count;
   const size_t es = core::dtype_size(op.dt);
   unsigned char scalar[8];
@@ -71,7 +71,7 @@ const void* premul_input(coll::Ctx& ctx, const Op& op, int nranks, int64_t timeo
 
 // One operation done (a hierarchical one counts once here; its steps count on the
 // sub-communicators). Bytes are counted where they move (CtxInit::host_sent, the paths).
-void count_op(Resources& res) { res.stats->ops.fetch_add(1, std::memory_order_relaxed); }
+void count_op(ExecutorInputs& res) { res.stats->ops.fetch_add(1, std::memory_order_relaxed); }
 
 }  // namespace
 
@@ -87,7 +87,7 @@ coll::SubColl sub_coll(tune::Coll c) {
   core::raise(dcclInternalError, std::string("no hierarchical form of ") + tune::coll_name(c));
 }
 
-coll::ScratchPool& Resources::scratch_for(mem::Backend& be) {
+coll::ScratchPool& ExecutorInputs::scratch_for(mem::Backend& be) {
   auto& p = scratch[static_cast<int>(be.kind())];
   if (!p) p = std::make_unique<coll::ScratchPool>(be);
   return *p;
@@ -109,7 +109,7 @@ struct Recording {
 };
 }  // namespace
 
-void execute(Resources& res, std::span<const Op> ops) {
+void execute(ExecutorInputs& res, std::span<const Op> ops) {
   // Point-to-point calls of the group are posted together, so that matching
   // send/recv pairs between two ranks can never wait on each other.
   std::vector<const Op*> p2p;
@@ -117,14 +117,14 @@ void execute(Resources& res, std::span<const Op> ops) {
     if (op.coll == Coll::SendRecv) p2p.push_back(&op);
   std::optional<Recording> p2p_rec;
   if (!p2p.empty()) p2p_rec.emplace(res.rec, *p2p[0], "send_recv", p2p.size());
-  std::vector<std::unique_ptr<coll::Ctx>> pctx;
+  std::vector<std::unique_ptr<coll::CallContext>> pctx;
   std::vector<coll::Xfer> xfers(p2p.size());
   for (size_t i = 0; i < p2p.size(); ++i) {
     const Op& op = *p2p[i];
     coll::Label name;
     name.text = std::string(op.is_send ? "send to" : "recv from") + " rank " + std::to_string(op.peer) + " (" +
                 std::to_string(op.count) + " x " + core::dtype_name(op.dt) + ")";
-    pctx.push_back(std::make_unique<coll::Ctx>(base_init(res, op, std::move(name))));
+    pctx.push_back(std::make_unique<coll::CallContext>(base_init(res, op, std::move(name))));
     size_t bytes = op.count * core::dtype_size(op.dt);
     if (op.is_send)
       pctx[i]->send_tagged(op.peer, op.send, bytes, op.p2p_tag, xfers[i]);
@@ -141,12 +141,12 @@ void execute(Resources& res, std::span<const Op> ops) {
     tune::Choice ch = res.tuner->choose(op.coll, tuning_bytes(op, res.comm->nranks), res.comm->nranks, device);
     if (rec.e) rec.e->algo = ch.entry->hier ? "hier" : tune::algo_name(ch.algo);
     // A PreMulSum sums scaled copies; `pre` keeps them until the operation ends.
-    std::unique_ptr<coll::Ctx> pre;
+    std::unique_ptr<coll::CallContext> pre;
     const void* send = op.send;
     if (op.premul) {
       coll::Label pname;
       pname.text = std::string(tune::coll_name(op.coll)) + " #" + std::to_string(op.seq) + " (premulsum input)";
-      pre = std::make_unique<coll::Ctx>(base_init(res, op, std::move(pname)));
+      pre = std::make_unique<coll::CallContext>(base_init(res, op, std::move(pname)));
       send = premul_input(*pre, op, res.comm->nranks, res.comm->timeout_ms);
     }
     if (ch.entry->hier) {
@@ -170,10 +170,10 @@ void execute(Resources& res, std::span<const Op> ops) {
     name.count = op.count;
     name.dt = op.dt;
     name.algo = tune::algo_name(ch.algo);
-    coll::CtxInit in = base_init(res, op, std::move(name));
+    coll::CallContextInit in = base_init(res, op, std::move(name));
     in.chunk_bytes = ch.chunk_bytes;
     DCCL_TRACE("%s start", in.name.str().c_str());
-    coll::Ctx ctx(std::move(in));
+    coll::CallContext ctx(std::move(in));
     coll::Args args{send, op.recv, op.count, op.root};
     ch.entry->flat(ctx, args);
     count_op(res);

@@ -10,7 +10,7 @@
 #include "coll/hier.hpp"
 #include "coll/scratch.hpp"
 #include "mem/path_choice.hpp"
-#include "net/shm_segment.hpp"
+#include "net/shared_segment.hpp"
 #include "net/transport.hpp"
 #include "sched/op.hpp"
 #include "sched/stats.hpp"
@@ -20,7 +20,7 @@ namespace dccl::sched {
 
 // What the scheduler runs a submission with: the communicator's shared state
 // (referenced, not copied) and what only the scheduler uses.
-struct Resources {
+struct ExecutorInputs {
   coll::CommState* comm = nullptr;
   const tune::Tuner* tuner = nullptr;
   mem::PathChooser* paths = nullptr;
@@ -31,7 +31,7 @@ struct Resources {
   // The running submission's deadline: every wait of the call ends by it.
   std::chrono::steady_clock::time_point deadline{};
   bool check = false;  // DCCL_CHECK
-  coll::Levels* levels = nullptr;  // sub-communicators for hierarchical algorithms, if any
+  coll::Hierarchy* levels = nullptr;  // sub-communicators for hierarchical algorithms, if any
   core::Recorder* rec = nullptr;  // the flight recorder (null: none)
 };
 
@@ -41,6 +41,6 @@ coll::SubColl sub_coll(tune::Coll c);
 // Executes `ops` (one call, or a group of calls on one communicator): send/recv are
 // posted together first, collectives run in order, then every send/recv is awaited.
 // Throws core::Error naming the rank, the operation and the cause.
-void execute(Resources& res, std::span<const Op> ops);
+void execute(ExecutorInputs& res, std::span<const Op> ops);
 
 }  // namespace dccl::sched

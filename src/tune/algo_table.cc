@@ -16,7 +16,7 @@ const char* coll_name(Coll c) {
 
 const char* algo_name(Algo a) {
   static const char* n[] = {"ring", "rhd", "rd", "tree", "chain", "bruck", "pairwise", "dissemination",
-                            "direct", "smem", "smem_rs", "hier"};
+                            "direct", "segment", "segment_rs", "hier"};
   static_assert(sizeof n / sizeof n[0] == kNumAlgos);
   return n[static_cast<int>(a)];
 }
@@ -26,9 +26,9 @@ const std::vector<AlgoEntry>& algo_table() {
   using A = Algo;
   // In order of preference within each collective.
   static const std::vector<AlgoEntry> t = {
-      {.coll = C::AllReduce, .algo = A::Smem, .needs = kOneShot | kHostMem, .flat = coll::allreduce_smem,
+      {.coll = C::AllReduce, .algo = A::Segment, .needs = kOneShot | kHostMem, .flat = coll::allreduce_segment,
        .what = "one-shot through the host's shared segment"},
-      {.coll = C::AllReduce, .algo = A::SmemRs, .needs = kChunks | kHostMem, .flat = coll::allreduce_smem_rs,
+      {.coll = C::AllReduce, .algo = A::SegmentRs, .needs = kChunks | kHostMem, .flat = coll::allreduce_segment_rs,
        .what = "chunked reduce-scatter + allgather through the host's shared segment"},
       {.coll = C::AllReduce, .algo = A::Hier, .needs = kLevels, .hier = coll::allreduce_hier,
        .what = "on the host, across hosts per local rank, on the host"},
@@ -54,16 +54,16 @@ const std::vector<AlgoEntry>& algo_table() {
        .what = "on the host, then host groups across hosts"},
       // Through the segment every byte is copied twice (in, out); libfabric shm's
       // single CMA copy wins while the buffers sit in cache (measured: 64 KiB-1 MiB).
-      {.coll = C::AllGather, .algo = A::Smem, .needs = kChunks | kHostMem, .min_bytes = 4 * MiB, .total = true,
-       .flat = coll::allgather_smem, .what = "chunked through the host's shared segment"},
+      {.coll = C::AllGather, .algo = A::Segment, .needs = kChunks | kHostMem, .min_bytes = 4 * MiB, .total = true,
+       .flat = coll::allgather_segment, .what = "chunked through the host's shared segment"},
       {.coll = C::AllGather, .algo = A::Bruck, .max_bytes = 64 * KiB, .total = true, .flat = coll::allgather_bruck,
        .what = "Bruck"},
       {.coll = C::AllGather, .algo = A::Ring, .total = true, .flat = coll::allgather_ring, .what = "ring"},
 
       {.coll = C::ReduceScatter, .algo = A::Hier, .needs = kLevels | kRanksByHost, .hier = coll::reduce_scatter_hier,
        .what = "host groups across hosts, then on the host"},
-      {.coll = C::ReduceScatter, .algo = A::Smem, .needs = kChunks | kHostMem, .min_bytes = 4 * MiB,
-       .flat = coll::reduce_scatter_smem, .what = "chunked through the host's shared segment"},
+      {.coll = C::ReduceScatter, .algo = A::Segment, .needs = kChunks | kHostMem, .min_bytes = 4 * MiB,
+       .flat = coll::reduce_scatter_segment, .what = "chunked through the host's shared segment"},
       {.coll = C::ReduceScatter, .algo = A::Ring, .flat = coll::reduce_scatter_ring, .what = "ring"},
 
       {.coll = C::AlltoAll, .algo = A::Pairwise, .flat = coll::alltoall_pairwise, .what = "pairwise with a window"},
@@ -73,7 +73,7 @@ const std::vector<AlgoEntry>& algo_table() {
   return t;
 }
 
-bool usable(const AlgoEntry& e, const Offer& o, size_t bytes) {
+bool usable(const AlgoEntry& e, const Provides& o, size_t bytes) {
   if ((e.needs & kOneShot) && (o.oneshot_bytes == 0 || bytes > o.oneshot_bytes)) return false;
   if ((e.needs & kChunks) && !o.chunks) return false;
   if ((e.needs & kHostMem) && !o.host_mem) return false;

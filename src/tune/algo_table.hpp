@@ -20,12 +20,12 @@ enum class Coll { AllReduce, Reduce, Broadcast, AllGather, ReduceScatter, AlltoA
 constexpr int kNumColls = static_cast<int>(Coll::SendRecv) + 1;
 const char* coll_name(Coll c);  // "all_reduce", ...
 
-enum class Algo { Ring, Rhd, Rd, Tree, Chain, Bruck, Pairwise, Dissemination, Direct, Smem, SmemRs, Hier };
+enum class Algo { Ring, Rhd, Rd, Tree, Chain, Bruck, Pairwise, Dissemination, Direct, Segment, SegmentRs, Hier };
 constexpr int kNumAlgos = static_cast<int>(Algo::Hier) + 1;
 const char* algo_name(Algo a);
 
 // What an algorithm needs of the communicator and the call.
-enum Need : unsigned {
+enum Requires : unsigned {
   kNothing = 0,
   kOneShot = 1u << 0,   // the shared segment's one-shot slots, and a message that fits one
   kChunks = 1u << 1,    // the shared segment's chunk slots
@@ -34,8 +34,8 @@ enum Need : unsigned {
   kRanksByHost = 1u << 4,   // ranks numbered host by host
 };
 
-using FlatFn = void (*)(coll::Ctx&, const coll::Args&);
-using HierFn = void (*)(coll::Levels&, const coll::SubOp&);
+using FlatFn = void (*)(coll::CallContext&, const coll::Args&);
+using HierFn = void (*)(coll::Hierarchy&, const coll::SubOp&);
 
 // max_bytes that the tuner takes from its link model (tune/link_model.hpp) for the
 // call's rank count instead of from the table.
@@ -56,17 +56,17 @@ struct AlgoEntry {
 
 const std::vector<AlgoEntry>& algo_table();
 
-// What the communicator and the call offer (Need bits it satisfies).
-struct Offer {
+// What the communicator and the call offer (Requires bits it satisfies).
+struct Provides {
   size_t oneshot_bytes = 0;  // largest one-shot message (0: no one-shot)
   bool chunks = false;
   bool host_mem = true;
   bool levels = false;
   bool ranks_by_host = false;
 };
-bool usable(const AlgoEntry& e, const Offer& o, size_t bytes);
+bool usable(const AlgoEntry& e, const Provides& o, size_t bytes);
 
-// "allreduce: smem, smem_rs, hier, rd, rhd, ring; reduce: ..." for help texts.
+// "allreduce: segment, segment_rs, hier, rd, rhd, ring; reduce: ..." for help texts.
 std::string algo_list_text();
 // The settings table (core::config_entries) with DCCL_ALGO's help listing the
 // algorithms from the one table of them: what dccl-info and docs/env.md show.

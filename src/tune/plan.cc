@@ -20,7 +20,7 @@ constexpr int kManyRanks = 4;
 constexpr size_t kSegmentChunkBudget = 32 * MiB;
 }  // namespace
 
-size_t smem_chunk_bytes(size_t configured, bool set_in_env, int nranks) {
+size_t segment_chunk_bytes(size_t configured, bool set_in_env, int nranks) {
   if (nranks == 2 && !set_in_env) return 512 * KiB;
   return configured;
 }
@@ -53,12 +53,12 @@ Plan make_plan(const PlanInput& in, const core::Config& cfg) {
   p.device_chunk_bytes = kDeviceChunk;
   p.chunk_override_bytes = cfg.chunk_bytes;
 
-  p.smem_oneshot_bytes = cfg.smem_bytes;
-  if (in.nranks > kManyRanks && p.smem_oneshot_bytes > kManyRanksOneshot) p.smem_oneshot_bytes = kManyRanksOneshot;
-  p.smem_chunk_bytes = smem_chunk_bytes(cfg.smem_chunk_bytes, cfg.set_in_env("DCCL_SMEM_CHUNK_BYTES"), in.nranks);
+  p.segment_oneshot_bytes = cfg.segment_bytes;
+  if (in.nranks > kManyRanks && p.segment_oneshot_bytes > kManyRanksOneshot) p.segment_oneshot_bytes = kManyRanksOneshot;
+  p.segment_chunk_bytes = segment_chunk_bytes(cfg.segment_chunk_bytes, cfg.set_in_env("DCCL_SEGMENT_CHUNK_BYTES"), in.nranks);
   const size_t chunk_cap = kSegmentChunkBudget / static_cast<size_t>(in.nranks > 0 ? in.nranks : 1);
-  if (p.smem_chunk_bytes > chunk_cap) p.smem_chunk_bytes = chunk_cap & ~size_t{63};
-  p.segment = in.nhosts == 1 && in.nranks >= 2 && (p.smem_oneshot_bytes > 0 || p.smem_chunk_bytes > 0);
+  if (p.segment_chunk_bytes > chunk_cap) p.segment_chunk_bytes = chunk_cap & ~size_t{63};
+  p.segment = in.nhosts == 1 && in.nranks >= 2 && (p.segment_oneshot_bytes > 0 || p.segment_chunk_bytes > 0);
 
   p.rd_max_bytes = rd_allreduce_max_bytes(in.nranks, p.link);
   for (const AlgoEntry& e : algo_table())

@@ -49,7 +49,7 @@ struct Plan {
   // allreduce and the chunk of each rank's two chunk slots, 0 for a part that is
   // off. `segment`: the communicator uses one (false once opening it failed).
   bool segment = false;
-  size_t smem_oneshot_bytes = 0, smem_chunk_bytes = 0;
+  size_t segment_oneshot_bytes = 0, segment_chunk_bytes = 0;
 
   // Recursive doubling's upper bound for this communicator's rank count, and the
   // clamp the link model's crossover is held to.
@@ -74,11 +74,11 @@ struct PlanInput {
 };
 Plan make_plan(const PlanInput& in, const core::Config& cfg);
 
-// The segment's chunk: DCCL_SMEM_CHUNK_BYTES when the environment set it, else that
+// The segment's chunk: DCCL_SEGMENT_CHUNK_BYTES when the environment set it, else that
 // setting's default, or 512 KiB for 2 ranks, so that each rank's part of a chunk is
 // 256 KiB as with 256 KiB over 4. Measured against 256 KiB (9 and 7 interleaved
 // launches, medians): 2 ranks 1/4/16/64 MiB 3-7% faster; 4 ranks 1 and 16 MiB 3-7%
 // slower: what matters is each rank's part of a chunk.
-size_t smem_chunk_bytes(size_t configured, bool set_in_env, int nranks);
+size_t segment_chunk_bytes(size_t configured, bool set_in_env, int nranks);
 
 }  // namespace dccl::tune

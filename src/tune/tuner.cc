@@ -14,6 +14,11 @@ bool parse_algo(const std::string& s, Algo* out) {
       *out = static_cast<Algo>(i);
       return true;
     }
+  for (const core::ConfigAlias& a : core::algo_aliases())  // a renamed algorithm's old name
+    if (s == a.old_name && parse_algo(a.name, out)) {
+      core::warn_deprecated(a);
+      return true;
+    }
   return false;
 }
 bool parse_coll(const std::string& s, Coll* out) {
@@ -73,8 +78,8 @@ Tuner::Tuner(const Plan& plan)
   if (windows_.size() != algo_table().size()) core::raise(dcclInternalError, "tuner: the plan's windows are not the table's");
   // Entry l: the smallest rank count whose ceil(log2) is l.
   for (int l = 0; l < 32; ++l) rd_bound_[l] = rd_allreduce_max_bytes(l == 0 ? 1 : (1 << (l - 1)) + 1, plan.link);
-  offer_.oneshot_bytes = plan.segment ? plan.smem_oneshot_bytes : 0;
-  offer_.chunks = plan.segment && plan.smem_chunk_bytes > 0;
+  provides_.oneshot_bytes = plan.segment ? plan.segment_oneshot_bytes : 0;
+  provides_.chunks = plan.segment && plan.segment_chunk_bytes > 0;
   parse_override(plan.algo_override, forced_);
 }
 
@@ -87,7 +92,7 @@ Choice Tuner::choose(Coll c, size_t bytes, int n, bool device) const {
 }
 
 Choice Tuner::decide(Coll c, size_t bytes, int n, bool device) const {
-  Offer o = offer_;
+  Provides o = provides_;
   o.host_mem = !device;
   const size_t total = bytes * static_cast<size_t>(n > 0 ? n : 1);
   const AlgoEntry* pick = nullptr;

@@ -25,7 +25,7 @@ void check_algo_override(const std::string& spec);
 class Tuner {
  public:
   // Chooses by `plan`: its windows, chunks and shared segment (the one-shot when
-  // plan.segment and smem_oneshot_bytes > 0, chunk slots when smem_chunk_bytes > 0),
+  // plan.segment and segment_oneshot_bytes > 0, chunk slots when segment_chunk_bytes > 0),
   // the link model for recursive doubling's bound at other rank counts, and
   // plan.algo_override (DCCL_ALGO): throws core::Error(dcclInvalidArgument) for an
   // unknown name.
@@ -33,8 +33,8 @@ class Tuner {
   // Hierarchical algorithms have their sub-communicators; `ranks_by_host`: ranks are
   // numbered host by host (the hierarchical allgather needs it).
   void set_levels(bool available, bool ranks_by_host) {
-    offer_.levels = available;
-    offer_.ranks_by_host = ranks_by_host;
+    provides_.levels = available;
+    provides_.ranks_by_host = ranks_by_host;
     memo_.valid = false;
   }
   // `bytes`: the per-rank message size the collective moves (allreduce: count*esize;
@@ -58,7 +58,7 @@ class Tuner {
   const AlgoEntry* forced_[kNumColls] = {};
   size_t host_chunk_, device_chunk_;  // the plan's chunk_bytes(false / true)
   std::vector<Window> windows_;       // the plan's, in table order
-  Offer offer_;
+  Provides provides_;
   // rd_allreduce_max_bytes(n, link) by ceil(log2 n) (0..31), computed once: the
   // bound depends on n only through it, and choose() runs on every call.
   size_t rd_bound_[32];

@@ -9,7 +9,7 @@
 //   fault_check mismatch        DCCL_CHECK=1 and one rank passes another count
 //   fault_check count           no DCCL_CHECK: allgather / reduce-scatter counts differ (child_count)
 //   fault_check abort           dcclCommAbort from another thread mid-operation
-//   fault_check chunk           2 ranks, one sets DCCL_SMEM_CHUNK_BYTES to its default
+//   fault_check chunk           2 ranks, one sets DCCL_SEGMENT_CHUNK_BYTES to its default
 //                               (256K), the other leaves it unset (512K for 2 ranks)
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -332,11 +332,11 @@ int run_simple(const char* self, const char* scenario) {
     for (int r = 0; r < 2; ++r) pids.push_back(spawn(self, "count", job, r, job.secret, devnull[1]));
   } else if (!strcmp(scenario, "chunk")) {
     job.nranks = 2;
-    unsetenv("DCCL_SMEM_CHUNK_BYTES");
+    unsetenv("DCCL_SEGMENT_CHUNK_BYTES");
     pids.push_back(spawn(self, "chunk", job, 0, job.secret, devnull[1]));
-    setenv("DCCL_SMEM_CHUNK_BYTES", "256K", 1);
+    setenv("DCCL_SEGMENT_CHUNK_BYTES", "256K", 1);
     pids.push_back(spawn(self, "chunk", job, 1, job.secret, devnull[1]));
-    unsetenv("DCCL_SMEM_CHUNK_BYTES");
+    unsetenv("DCCL_SEGMENT_CHUNK_BYTES");
   } else if (!strcmp(scenario, "abort")) {
     job.nranks = 2;
     for (int r = 0; r < 2; ++r) pids.push_back(spawn(self, "abort", job, r, job.secret, devnull[1]));
@@ -376,7 +376,7 @@ int child_chunk() {
   const dcclResult_t rc = dcclCommInitFromEnv(&c);
   const char* msg = dcclGetLastError(nullptr);
   const bool good = rc == dcclInvalidUsage && strstr(msg, "settings differ") &&
-                    strstr(msg, "DCCL_SMEM_CHUNK_BYTES=524288") && strstr(msg, "DCCL_SMEM_CHUNK_BYTES=262144");
+                    strstr(msg, "DCCL_SEGMENT_CHUNK_BYTES=524288") && strstr(msg, "DCCL_SEGMENT_CHUNK_BYTES=262144");
   printf("init returned %s: %s\n", dcclGetErrorString(rc), msg);
   if (rc == dcclSuccess) dcclCommDestroy(c);
   return good ? 0 : 1;

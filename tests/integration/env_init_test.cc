@@ -31,7 +31,7 @@ const char* const kLauncherVars[] = {
     "SLURM_PROCID", "SLURM_NTASKS", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "SLURM_STEP_ID",
     "OMPI_MCA_ess_base_jobid", "PMI_JOBID", "DCCL_STAGING_SLOT_BYTES", "DCCL_CHUNK_BYTES", "DCCL_ALGO",
     "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NNODES", "SLURM_STEP_NUM_NODES",
-    "SLURM_JOB_NUM_NODES", "DCCL_INSECURE", "DCCL_DEBUG", "DCCL_SMEM_BYTES", "TEST_STDERR_FILE", "TEST_SECOND_INIT"};
+    "SLURM_JOB_NUM_NODES", "DCCL_INSECURE", "DCCL_DEBUG", "DCCL_SEGMENT_BYTES", "TEST_STDERR_FILE", "TEST_SECOND_INIT"};
 
 void clear_launcher_vars() {
   for (const char* v : kLauncherVars) unsetenv(v);
@@ -367,8 +367,8 @@ TEST(EnvInit, NoSecretAcrossHostsAndBadSettingsAreRefused) {
        "SLURM_NNODES=2"},
       {{{"DCCL_RANK", "0"}, {"DCCL_WORLD_SIZE", "2"}, {"DCCL_ADDR", local}, {"DCCL_TIMEOUT_S", "9999999999"}},
        "DCCL_TIMEOUT_S=9999999999 is out of range"},
-      {{{"DCCL_RANK", "0"}, {"DCCL_WORLD_SIZE", "2"}, {"DCCL_ADDR", local}, {"DCCL_SMEM_BYTES", "18446744073709551615"}},
-       "DCCL_SMEM_BYTES"},
+      {{{"DCCL_RANK", "0"}, {"DCCL_WORLD_SIZE", "2"}, {"DCCL_ADDR", local}, {"DCCL_SEGMENT_BYTES", "18446744073709551615"}},
+       "DCCL_SEGMENT_BYTES"},
       {{{"DCCL_RANK", "0"}, {"DCCL_WORLD_SIZE", "2"}, {"DCCL_ADDR", local}, {"DCCL_DEBUG", "LOUD"}},
        "DCCL_DEBUG=LOUD"},
       {{{"DCCL_RANK", "0"}, {"DCCL_WORLD_SIZE", "9999999999"}, {"DCCL_ADDR", local}}, "DCCL_WORLD_SIZE"},

@@ -4,7 +4,7 @@
 // 127.0.0.1, where the port is free, and its outgoing connections are left unbound,
 // so that they leave from the host's own address: this file's bind() below) and
 // sends, to a rank's endpoint, tagged messages shaped
-// like a collective's: tag [kind Coll][call mark][sequence][step] (coll/ctx.hpp;
+// like a collective's: tag [kind Coll][call mark][sequence][step] (coll/call_context.hpp;
 // the call mark of a float32 sum all_reduce of BYTES / 4 elements, which is no
 // secret) with the length mark of BYTES (net/transport.hpp), payload floats of
 // VALUE, for every
@@ -32,7 +32,7 @@
 
 #include <unistd.h>
 
-#include "coll/ctx.hpp"
+#include "coll/call_context.hpp"
 #include "net/transport.hpp"
 #include "sched/op.hpp"
 

@@ -246,7 +246,7 @@ int main(int argc, char** argv) {
     const char* algo;
     const char* chunk;
     bool all_types;
-    const char* smem_chunk = "";  // DCCL_SMEM_CHUNK_BYTES; empty: default
+    const char* segment_chunk = "";  // DCCL_SEGMENT_CHUNK_BYTES; empty: default
   };
   std::vector<Setting> settings = {
       {"", "", true},  // the tuner's choice
@@ -254,12 +254,12 @@ int main(int argc, char** argv) {
       {"allreduce:ring,broadcast:chain,reduce:chain,allgather:ring", "256", true},
       {"allreduce:rhd,broadcast:tree,reduce:tree,allgather:bruck", "", false},
       {"allreduce:rd", "", false},
-      {"allreduce:smem", "", false},
+      {"allreduce:segment", "", false},
       // 256-byte chunk slots: many chunks, parts of one cache line, empty parts above 4 ranks.
-      {"allreduce:smem_rs,reduce_scatter:smem,allgather:smem", "", true, "256"},
+      {"allreduce:segment_rs,reduce_scatter:segment,allgather:segment", "", true, "256"},
       // 4-byte slots: too small for 8-byte types (and one element per rank): the
       // segment algorithms fall back to their message-based equivalents.
-      {"allreduce:smem_rs,reduce_scatter:smem,allgather:smem", "", true, "4"},
+      {"allreduce:segment_rs,reduce_scatter:segment,allgather:segment", "", true, "4"},
   };
   if (suite == "large")
     settings = {{"", "", false},
@@ -274,10 +274,10 @@ int main(int argc, char** argv) {
   for (const Setting& st : settings) {
     setenv("DCCL_ALGO", st.algo, 1);
     setenv("DCCL_CHUNK_BYTES", *st.chunk ? st.chunk : "0", 1);
-    if (*st.smem_chunk)
-      setenv("DCCL_SMEM_CHUNK_BYTES", st.smem_chunk, 1);
+    if (*st.segment_chunk)
+      setenv("DCCL_SEGMENT_CHUNK_BYTES", st.segment_chunk, 1);
     else
-      unsetenv("DCCL_SMEM_CHUNK_BYTES");
+      unsetenv("DCCL_SEGMENT_CHUNK_BYTES");
     dcclComm_t comm;
     if (dcclCommInitFromEnv(&comm) != dcclSuccess) {
       fprintf(stderr, "init failed: %s\n", dcclGetLastError(nullptr));

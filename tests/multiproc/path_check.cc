@@ -1,7 +1,7 @@
 // Data-path checks on sim memory, run under dccl-run:
-//  - staged mode: host-relayed bytes equal what the algorithm moves, computed here
+//  - staged mode: host-staged bytes equal what the algorithm moves, computed here
 //    from the algorithm's traffic (summed over ranks), and results are right;
-//  - direct mode: nothing relayed, no host copies, direct bytes as computed;
+//  - direct mode: nothing staged, no host copies, direct bytes as computed;
 //  - registration cache: repeated operations register once, freeing invalidates;
 //  - a failed viability layer: DCCL_PEER_DIRECT=1 fails naming it, auto falls back
 //    (logged once) and still gives correct results.
@@ -44,7 +44,7 @@ dcclComm_t make_comm(const char* peer_direct, const char* algo) {
 }
 
 uint64_t sum_over_ranks(dcclComm_t c, uint64_t v) {
-  dcclAllReduce(&v, &v, 1, dcclUint64, dcclSum, c, nullptr);  // host memory: never relayed
+  dcclAllReduce(&v, &v, 1, dcclUint64, dcclSum, c, nullptr);  // host memory: never staged
   return v;
 }
 
@@ -100,17 +100,17 @@ void traffic_checks(const char* mode) {
     dcclResult_t rc = cs.run(a, b, count, c);
     EXPECT(rc == dcclSuccess, "%s: %s", cs.name, dcclGetLastError(c));
     dcclCommGetStats(c, &after);
-    uint64_t relayed = sum_over_ranks(c, after.bytesRelayedHost - before.bytesRelayedHost);
+    uint64_t staged_bytes = sum_over_ranks(c, after.bytesRelayedHost - before.bytesRelayedHost);
     uint64_t direct = sum_over_ranks(c, after.bytesSentDirect - before.bytesSentDirect);
     uint64_t copies = sum_over_ranks(c, after.hostCopies - before.hostCopies);
     if (staged) {
-      // Every byte sent crossed a bounce slot on the sender and on the receiver.
-      EXPECT(relayed == 2 * cs.sent_total, "%s staged: relayed %lu, expected %lu", cs.name,
-             (unsigned long)relayed, (unsigned long)(2 * cs.sent_total));
+      // Every byte sent crossed a staging slot on the sender and on the receiver.
+      EXPECT(staged_bytes == 2 * cs.sent_total, "%s staged: staged %lu, expected %lu", cs.name,
+             (unsigned long)staged_bytes, (unsigned long)(2 * cs.sent_total));
       EXPECT(direct == 0, "%s staged: direct %lu", cs.name, (unsigned long)direct);
       EXPECT(copies > 0, "%s staged: no host copies counted", cs.name);
     } else {
-      EXPECT(relayed == 0 && copies == 0, "%s direct: relayed %lu copies %lu", cs.name, (unsigned long)relayed,
+      EXPECT(staged_bytes == 0 && copies == 0, "%s direct: staged %lu copies %lu", cs.name, (unsigned long)staged_bytes,
              (unsigned long)copies);
       EXPECT(direct == cs.sent_total, "%s direct: sent %lu, expected %lu", cs.name, (unsigned long)direct,
              (unsigned long)cs.sent_total);
@@ -195,7 +195,7 @@ void viability_checks() {
   EXPECT(rc == dcclSuccess, "auto fallback failed: %s", dcclGetLastError(c));
   EXPECT(said == 1, "fallback reason logged %d times (want once): %s", said, log.data());
   EXPECT(strstr(log.data(), "backend export") != nullptr, "fallback reason does not name the layer");
-  EXPECT(after.bytesRelayedHost > before.bytesRelayedHost, "auto fallback relayed nothing");
+  EXPECT(after.bytesRelayedHost > before.bytesRelayedHost, "auto fallback staged nothing");
   std::vector<float> h = b.read();
   EXPECT(h[0] == static_cast<float>(g_n) && h[1023] == static_cast<float>(g_n), "fallback result %g", h[0]);
   dcclCommDestroy(c);

@@ -18,7 +18,7 @@
 #include "harness.hpp"
 #include "net/fabric/provider.hpp"
 #include "net/transport.hpp"
-#include "tune/topology.hpp"
+#include "topo/topology.hpp"
 
 using namespace harness;
 namespace net = dccl::net;
@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
   net::TransportOptions to;
   to.rank = rank();
   to.nranks = 2;
-  to.host = dccl::tune::host_identity(cfg.host_id);
+  to.host = dccl::topo::host_identity(cfg.host_id);
   to.spin_us = cfg.spin_us;
   to.timeout = std::chrono::seconds(60);
   to.provider = kind == "shm" ? net::kShmProvider : "tcp";

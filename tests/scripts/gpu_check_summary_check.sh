@@ -72,14 +72,14 @@ expect "staged (auto: libfabric 1.17 has no FI_MR_DMABUF)" label cuda 1.17 "libf
 expect "staged (auto: layer 'kernel dma-buf' fails, from dccl-info)" label cuda 1.22 "kernel dma-buf" /dev/null
 expect "peer-direct (dma-buf) (from dccl-info: the run logged no data path)" label cuda 1.22 "" /dev/null
 
-row() {  # SIZE TIME BUSBW RELAY WRONG
-  echo "{\"size\": $1, \"out_of_place\": {\"time_us\": $2, \"busbw_gbps\": $3, \"wrong\": $5, \"relay_per_byte\": $4},
+row() {  # SIZE TIME BUSBW STAGED WRONG
+  echo "{\"size\": $1, \"out_of_place\": {\"time_us\": $2, \"busbw_gbps\": $3, \"wrong\": $5, \"staged_per_byte\": $4},
          \"in_place\": {\"time_us\": $2, \"busbw_gbps\": $3, \"wrong\": 0}}"
 }
 echo "[$(row 65536 41.6 3.1 2.0 0), $(row 268435456 90000 5.96 2.0 3)]" >"$tmp/auto.json"
 echo "[$(row 65536 40.1 3.2 2.0 0), $(row 268435456 88000 6.10 2.0 0)]" >"$tmp/pd0.json"
-sed 's/, "relay_per_byte": [0-9.]*//' "$tmp/pd0.json" >"$tmp/host.json"
-expect "256M busbw 5.96 GB/s, relay/B 2.00; 64K 42 us; wrong 3" perf "$tmp/auto.json"
+sed 's/, "staged_per_byte": [0-9.]*//' "$tmp/pd0.json" >"$tmp/host.json"
+expect "256M busbw 5.96 GB/s, staged/B 2.00; 64K 42 us; wrong 3" perf "$tmp/auto.json"
 expect "256M busbw 6.10 GB/s; 64K 40 us; wrong 0" perf "$tmp/host.json"
 
 "$sum" perf-table cuda "staged (auto: libfabric 1.17 has no FI_MR_DMABUF)" "$tmp/host.json" "$tmp/auto.json" \

@@ -69,7 +69,7 @@ assert [r["size"] for r in rows] == [1024, 4096], rows
 for r in rows:
     assert r["mem"] == "sim" and r["peer_direct"] == "0" and r["provider"], r
     assert r["avg_busbw_gbps"] > 0 and r["out_of_place"]["wrong"] == 0, r
-    assert r["out_of_place"]["relay_per_byte"] > 0, r  # staged: bytes crossed host memory
+    assert r["out_of_place"]["staged_per_byte"] > 0, r  # staged: bytes crossed host memory
 mean = sum((r["out_of_place"]["busbw_gbps"] + r["in_place"]["busbw_gbps"]) / 2 for r in rows) / len(rows)
 assert abs(rows[0]["avg_busbw_gbps"] - mean) <= 1e-5 * max(mean, 1e-9) + 1e-6, (rows[0]["avg_busbw_gbps"], mean)
 PY
@@ -79,7 +79,7 @@ check "with the prefix the JSON lines carry '[0] ' (what --no-prefix is for)" ha
 check "-G is refused with 2" test $rc -eq 2
 check "-G says why" has "$T/g" "CUDA graph"
 "$PERF" --help > "$T/perfhelp" 2>&1
-check "dccl-perf --help explains relay/B" has "$T/perfhelp" "relay/B with --mem"
+check "dccl-perf --help explains staged/B" has "$T/perfhelp" "staged/B with --mem"
 for f in -a -m -G -t -g -b -e -f -i -n -w -c -d -o -r -z --json --mem --peer-direct; do
   check "README lists dccl-perf's $f" grep -q -- "$f" "$(dirname "$0")/../../README.md"
 done

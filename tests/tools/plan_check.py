@@ -64,7 +64,7 @@ SHAPES = [
     (["--ranks", "8", "--provider", "tcp"], {}),  # the one-shot capped above 4 ranks
     (["--ranks", "8", "--hosts", "2", "--provider", "tcp;ofi_rxm"], {}),
     (["--ranks", "4", "--hosts", "4", "--provider", "efa"], {}),
-    (["--ranks", "4"], {"DCCL_SMEM_BYTES": "8K", "DCCL_SMEM_CHUNK_BYTES": "0", "DCCL_CHUNK_BYTES": "128K"}),
+    (["--ranks", "4"], {"DCCL_SEGMENT_BYTES": "8K", "DCCL_SEGMENT_CHUNK_BYTES": "0", "DCCL_CHUNK_BYTES": "128K"}),
     (["--ranks", "4", "--cores", "2"], {}),
 ]
 
@@ -90,11 +90,11 @@ class PlanJson(unittest.TestCase):
         self.assertEqual(base["chunks"]["host"], 512 << 10)  # shm's one-host chunk
         two, _ = plan_of(["--ranks", "2"])
         self.assertEqual(two["segment"]["chunk_bytes"], 512 << 10)  # unset: 512 KiB for 2 ranks
-        set2, _ = plan_of(["--ranks", "2"], {"DCCL_SMEM_CHUNK_BYTES": "256K"})
+        set2, _ = plan_of(["--ranks", "2"], {"DCCL_SEGMENT_CHUNK_BYTES": "256K"})
         self.assertEqual(set2["segment"]["chunk_bytes"], 256 << 10)
         eight, _ = plan_of(["--ranks", "8"])
         self.assertEqual(eight["segment"]["oneshot_bytes"], 16 << 10)
-        many, _ = plan_of(["--ranks", "1024"], {"DCCL_SMEM_CHUNK_BYTES": "1M"})
+        many, _ = plan_of(["--ranks", "1024"], {"DCCL_SEGMENT_CHUNK_BYTES": "1M"})
         self.assertEqual(many["segment"]["chunk_bytes"], (32 << 20) // 1024)
         over, _ = plan_of(["--ranks", "4", "--cores", "2"])
         self.assertEqual(over["spin"]["spin_us"], 0)
@@ -125,9 +125,9 @@ class PlanJson(unittest.TestCase):
             r = run_info(args)
             self.assertEqual(r.returncode, 2, (args, r.stdout, r.stderr))
             self.assertIn("dccl-info --plan", r.stderr)
-        r = run_info([], {"DCCL_SMEM_BYTES": "lots"})
+        r = run_info([], {"DCCL_SEGMENT_BYTES": "lots"})
         self.assertEqual(r.returncode, 1)
-        self.assertIn("DCCL_SMEM_BYTES", r.stderr)
+        self.assertIn("DCCL_SEGMENT_BYTES", r.stderr)
 
 
 if __name__ == "__main__":

@@ -191,7 +191,7 @@ TEST_P(Cpp, StreamsAndStats) {
         ASSERT_EQ(bufs[b][i], static_cast<float>(n * static_cast<double>(b + i % 7) + n * (n - 1) / 2.0));
     const dcclStats_t after = c.stats();
     EXPECT_GE(after.ops, before.ops + bufs.size());
-    // Host buffers take neither the peer-direct nor the staged path: nothing relayed.
+    // Host buffers take neither the peer-direct nor the staged path: nothing staged.
     EXPECT_EQ(after.bytesRelayedHost, before.bytesRelayedHost);
     EXPECT_EQ(after.hostCopies, before.hostCopies);
 

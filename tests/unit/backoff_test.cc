@@ -11,7 +11,7 @@
 
 #include "core/backoff.hpp"
 #include "core/contention.hpp"
-#include "net/shm_segment.hpp"
+#include "net/shared_segment.hpp"
 
 namespace dccl::core {
 namespace {
@@ -98,9 +98,9 @@ TEST(Contention, LongYieldsMarkTheMachineBusyForAWhile) {
 namespace dccl::net {
 namespace {
 
-TEST(ShmSegmentSleep, RaisedFlagWakesASleeper) {
+TEST(SharedSegmentSleep, RaisedFlagWakesASleeper) {
   std::string name;
-  ShmSegment seg(0, 1, 64, 0, [&](const std::string& n) { name = n; }, [&] { return name; }, [] {});
+  SharedSegment seg(0, 1, 64, 0, [&](const std::string& n) { name = n; }, [&] { return name; }, [] {});
   std::atomic<uint64_t>& flag = seg.seq(0, 0);
   std::thread raiser([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));

@@ -220,8 +220,8 @@ TEST_F(LoadConfig, RejectsValuesOutsideTheirRange) {
            {"DCCL_TIMEOUT_S", "9999999999", "31536000 (one year)"},
            {"DCCL_TIMEOUT_S", "9223372036854775807", "DCCL_TIMEOUT_S=9223372036854775807"},
            {"DCCL_TIMEOUT_S", "31536001", "out of range"},
-           {"DCCL_SMEM_BYTES", "18446744073709551615", "DCCL_SMEM_BYTES"},
-           {"DCCL_SMEM_CHUNK_BYTES", "1G", "256M"},
+           {"DCCL_SEGMENT_BYTES", "18446744073709551615", "DCCL_SEGMENT_BYTES"},
+           {"DCCL_SEGMENT_CHUNK_BYTES", "1G", "256M"},
            {"DCCL_CHUNK_BYTES", "17179869183G", "DCCL_CHUNK_BYTES"},
            {"DCCL_STAGING_SLOT_BYTES", "16G", "4K to 1G"},
            {"DCCL_STAGING_SLOTS", "1000000", "2 to 1024"},
@@ -245,7 +245,7 @@ TEST_F(LoadConfig, RejectsValuesOutsideTheirRange) {
     unsetenv(k.name);
   }
   EXPECT_EQ(dcclSuccess, load_with("DCCL_TIMEOUT_S", "31536000"));
-  EXPECT_EQ(dcclSuccess, load_with("DCCL_SMEM_BYTES", "256M"));
+  EXPECT_EQ(dcclSuccess, load_with("DCCL_SEGMENT_BYTES", "256M"));
   EXPECT_EQ(dcclSuccess, load_with("DCCL_RANK", "-1"));
 }
 

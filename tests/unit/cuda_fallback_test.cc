@@ -1,6 +1,6 @@
 // Where the CUDA path falls back instead of failing, over the fake runtime
 // (fake_cuda.hpp): a provider that cannot import a dma-buf (the trial registration
-// layer), a refused page-lock (pageable bounce slots, tried once), a foreign buffer
+// layer), a refused page-lock (pageable staging slots, tried once), a foreign buffer
 // not on whole pages (staged); and the direct path's latent issues: the flush after
 // the NIC wrote into device memory, a fresh thread's context.
 #include <gtest/gtest.h>
@@ -90,7 +90,7 @@ TEST(CudaFallback, ProviderThatCannotImportDmabufFallsBackToStaging) {
   EXPECT_FALSE(sel.direct) << "a provider that cannot import the dma-buf was given the direct path";
   ASSERT_NE(sel.path, nullptr);
   round_trip(*in.be, *sel.path, a, b, bytes);
-  EXPECT_EQ(c.relayed.load(), 2 * bytes) << "the bytes did not go through the bounce slots";
+  EXPECT_EQ(c.staged.load(), 2 * bytes) << "the bytes did not go through the staging slots";
 
   // DCCL_PEER_DIRECT=1: the call fails, naming the layer and the provider's reason.
   FakeNet strict_net;

@@ -1,7 +1,7 @@
 // The CUDA backend's logic and the data paths over a fake CUDA runtime (fake_cuda.hpp):
 // device choice by local rank, memory on another GPU refused, allocations of whole
 // pages so exports stay inside them, SYNC_MEMOPS at first export, registrations keyed
-// by buffer id, the dma-buf address given to the transport, pinned bounce slots, and
+// by buffer id, the dma-buf address given to the transport, pinned staging slots, and
 // the dma-buf probe's layers (dccl-info --dmabuf-check) on CUDA memory.
 // Runs on every machine; the real runtime is exercised by cuda_backend_test on a GPU.
 #include <gtest/gtest.h>
@@ -217,7 +217,7 @@ TEST(CudaSeam, StagedSlotsArePinnedWithTheDeviceBackend) {
     ASSERT_EQ(in.api.host_pinned.size(), 1u) << "the send slots were not page-locked";
     EXPECT_EQ(in.api.host_pinned.begin()->second, slot * slots);
     EXPECT_FALSE(in.be->owns(reinterpret_cast<void*>(in.api.host_pinned.begin()->first)));
-    EXPECT_EQ(c.relayed.load(), 200u << 10);
+    EXPECT_EQ(c.staged.load(), 200u << 10);
     send_once(path, d, 1000);  // the same pool: pinned once
     EXPECT_EQ(in.api.host_pinned.size(), 1u);
     in.be->free(d);

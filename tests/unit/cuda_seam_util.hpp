@@ -103,8 +103,8 @@ class FakeNet final : public net::Transport {
 };
 
 struct Counters {
-  std::atomic<uint64_t> sd{0}, rd{0}, relayed{0}, copies{0}, allocs{0};
-  mem::PathCounters get() { return {&sd, &rd, &relayed, &copies, &allocs}; }
+  std::atomic<uint64_t> sd{0}, rd{0}, staged{0}, copies{0}, allocs{0};
+  mem::PathCounters get() { return {&sd, &rd, &staged, &copies, &allocs}; }
 };
 
 // Installs a CUDA backend over the fake as the process's cuda_backend() for a test.

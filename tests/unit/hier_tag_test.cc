@@ -1,6 +1,6 @@
 // Every hierarchical collective is handed to its algorithm tagged as itself
 // (sched::sub_coll), and each algorithm refuses another collective's tag before it
-// takes a step: a fake Levels marks the first step reached.
+// takes a step: a fake Hierarchy marks the first step reached.
 #include <gtest/gtest.h>
 
 #include "coll/hier.hpp"
@@ -14,7 +14,7 @@ using dccl::coll::SubOp;
 namespace {
 struct Reached {};  // a step (any call on the levels) was reached
 
-class StepLevels final : public dccl::coll::Levels {
+class StepLevels final : public dccl::coll::Hierarchy {
  public:
   int host() const override { throw Reached{}; }
   int hosts() const override { throw Reached{}; }

@@ -4,9 +4,9 @@
 #include <sched.h>
 
 #include "core/error.hpp"
-#include "tune/topology.hpp"
+#include "topo/topology.hpp"
 
-using dccl::tune::make_topology;
+using dccl::topo::make_topology;
 
 TEST(Topology, BlockedUniform) {
   auto t = make_topology({"a", "a", "b", "b", "c", "c"}, 3);
@@ -49,8 +49,8 @@ TEST(Topology, OneHostAndBadRank) {
 }
 
 TEST(Topology, HostIdentity) {
-  EXPECT_EQ(dccl::tune::host_identity("rack3-node7"), "rack3-node7");
-  const std::string a = dccl::tune::host_identity("", "node-a"), b = dccl::tune::host_identity("", "node-b");
+  EXPECT_EQ(dccl::topo::host_identity("rack3-node7"), "rack3-node7");
+  const std::string a = dccl::topo::host_identity("", "node-a"), b = dccl::topo::host_identity("", "node-b");
   EXPECT_EQ(a.rfind("node-a", 0), 0u) << a;
   EXPECT_NE(a, b);
   EXPECT_EQ(a.substr(6), b.substr(6)) << "same machine, same boot id";
@@ -59,14 +59,14 @@ TEST(Topology, HostIdentity) {
 // The cores a host's ranks share: the union of their affinity lists, so that
 // ranks bound to a core each are not taken for ranks crowding one core.
 TEST(Affinity, UnionOfTheHostsRanks) {
-  using dccl::tune::union_cpu_count;
+  using dccl::topo::union_cpu_count;
   EXPECT_EQ(union_cpu_count({"0", "1"}), 2);
   EXPECT_EQ(union_cpu_count({"0", "0"}), 1);
   EXPECT_EQ(union_cpu_count({"0-3,8", "2-5", "10-11"}), 9);
   EXPECT_EQ(union_cpu_count({"", ""}), 0);
   EXPECT_EQ(union_cpu_count({"3-1", "x", "0-"}), 0);  // unreadable lists count nothing
   EXPECT_EQ(union_cpu_count({"7", "bogus"}), 1);
-  const std::string mine = dccl::tune::affinity_text();
+  const std::string mine = dccl::topo::affinity_text();
   cpu_set_t set;
   ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
   EXPECT_EQ(union_cpu_count({mine}), CPU_COUNT(&set)) << mine;

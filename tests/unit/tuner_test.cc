@@ -13,20 +13,20 @@ using dccl::tune::Algo;
 using dccl::tune::Coll;
 using dccl::tune::Tuner;
 using dccl::tune::link_model_for;
-using dccl::tune::smem_chunk_bytes;
+using dccl::tune::segment_chunk_bytes;
 
 namespace {
 constexpr size_t KiB = 1024, MiB = 1024 * 1024;
 Algo pick(const Tuner& t, Coll c, size_t bytes, int n) { return t.choose(c, bytes, n).algo; }
 // A tuner made from the plan of 4 ranks on one host (same_host) or on 2, with the
-// shared segment's one-shot up to smem_bytes (0: off) and its chunk slots (or not).
-Tuner make(const char* algo, size_t chunk, bool same_host, size_t smem_bytes = 0, bool smem_chunks = false,
+// shared segment's one-shot up to segment_bytes (0: off) and its chunk slots (or not).
+Tuner make(const char* algo, size_t chunk, bool same_host, size_t segment_bytes = 0, bool segment_chunks = false,
            const char* provider = "tcp") {
   dccl::core::Config cfg;
   cfg.algo = algo;
   cfg.chunk_bytes = chunk;
-  cfg.smem_bytes = smem_bytes;
-  cfg.smem_chunk_bytes = smem_chunks ? 256 * KiB : 0;
+  cfg.segment_bytes = segment_bytes;
+  cfg.segment_chunk_bytes = segment_chunks ? 256 * KiB : 0;
   cfg.hier = true;
   cfg.spin_us = 50;
   return Tuner(dccl::tune::make_plan(
@@ -35,7 +35,7 @@ Tuner make(const char* algo, size_t chunk, bool same_host, size_t smem_bytes = 0
 }  // namespace
 
 TEST(Tuner, AllreduceAcrossHostsByMessages) {
-  Tuner t = make("", 0, /*same_host=*/false, /*smem_bytes=*/0, /*smem_chunks=*/false);
+  Tuner t = make("", 0, /*same_host=*/false, /*segment_bytes=*/0, /*segment_chunks=*/false);
   EXPECT_EQ(pick(t, Coll::AllReduce, 8, 4), Algo::Rd);
   EXPECT_EQ(pick(t, Coll::AllReduce, 64 * KiB, 2), Algo::Rd);
   EXPECT_EQ(pick(t, Coll::AllReduce, 64 * KiB, 4), Algo::Rhd);
@@ -47,16 +47,16 @@ TEST(Tuner, AllreduceAcrossHostsByMessages) {
 }
 
 TEST(Tuner, OneHostUsesTheSegment) {
-  Tuner t = make("", 0, /*same_host=*/true, /*smem_bytes=*/64 * KiB, /*smem_chunks=*/true);
-  EXPECT_EQ(pick(t, Coll::AllReduce, 8, 2), Algo::Smem);
-  EXPECT_EQ(pick(t, Coll::AllReduce, 64 * KiB, 8), Algo::Smem);
-  EXPECT_EQ(pick(t, Coll::AllReduce, 64 * KiB + 4, 2), Algo::SmemRs);
-  EXPECT_EQ(pick(t, Coll::AllReduce, 64 * MiB, 4), Algo::SmemRs);
+  Tuner t = make("", 0, /*same_host=*/true, /*segment_bytes=*/64 * KiB, /*segment_chunks=*/true);
+  EXPECT_EQ(pick(t, Coll::AllReduce, 8, 2), Algo::Segment);
+  EXPECT_EQ(pick(t, Coll::AllReduce, 64 * KiB, 8), Algo::Segment);
+  EXPECT_EQ(pick(t, Coll::AllReduce, 64 * KiB + 4, 2), Algo::SegmentRs);
+  EXPECT_EQ(pick(t, Coll::AllReduce, 64 * MiB, 4), Algo::SegmentRs);
   // Reduce-scatter (bytes: the whole input) and allgather (bytes: one rank's block)
   // from 4 MiB in total; below, libfabric shm's single copy wins.
-  EXPECT_EQ(pick(t, Coll::ReduceScatter, 4 * MiB, 4), Algo::Smem);
+  EXPECT_EQ(pick(t, Coll::ReduceScatter, 4 * MiB, 4), Algo::Segment);
   EXPECT_EQ(pick(t, Coll::ReduceScatter, 4 * MiB - 4, 4), Algo::Ring);
-  EXPECT_EQ(pick(t, Coll::AllGather, 1 * MiB, 4), Algo::Smem);
+  EXPECT_EQ(pick(t, Coll::AllGather, 1 * MiB, 4), Algo::Segment);
   EXPECT_EQ(pick(t, Coll::AllGather, 1 * MiB - 4, 4), Algo::Ring);
   EXPECT_EQ(pick(t, Coll::Broadcast, 64 * MiB, 4), Algo::Chain);
 }
@@ -80,27 +80,27 @@ TEST(Tuner, ChunkByLinkAndMemory) {
 
 TEST(Tuner, SegmentPartsSwitchedOffSeparately) {
   Tuner no_chunks = make("", 0, true, 64 * KiB, false);
-  EXPECT_EQ(pick(no_chunks, Coll::AllReduce, 32 * KiB, 2), Algo::Smem);
+  EXPECT_EQ(pick(no_chunks, Coll::AllReduce, 32 * KiB, 2), Algo::Segment);
   EXPECT_EQ(pick(no_chunks, Coll::AllReduce, 16 * MiB, 2), Algo::Ring);
   EXPECT_EQ(pick(no_chunks, Coll::ReduceScatter, 16 * MiB, 2), Algo::Ring);
   Tuner no_oneshot = make("", 0, true, 0, true);
-  EXPECT_EQ(pick(no_oneshot, Coll::AllReduce, 8, 2), Algo::SmemRs);
+  EXPECT_EQ(pick(no_oneshot, Coll::AllReduce, 8, 2), Algo::SegmentRs);
 }
 
 TEST(Tuner, ForcedAlgorithmsFallBackWhenTheSegmentLacksThem) {
   // A forced algorithm the communicator cannot run gives way to the default choice.
-  Tuner t = make("allreduce:smem,reduce_scatter:smem,allgather:smem", 0, false, 0, false);
+  Tuner t = make("allreduce:segment,reduce_scatter:segment,allgather:segment", 0, false, 0, false);
   EXPECT_EQ(pick(t, Coll::AllReduce, 8, 4), Algo::Rd);
   EXPECT_EQ(pick(t, Coll::AllReduce, 1 * MiB, 4), Algo::Ring);
   EXPECT_EQ(pick(t, Coll::ReduceScatter, 8, 4), Algo::Ring);
   EXPECT_EQ(pick(t, Coll::AllGather, 8, 4), Algo::Bruck);
   EXPECT_EQ(pick(t, Coll::AllGather, 1 * MiB, 4), Algo::Ring);
-  Tuner rs = make("allreduce:smem_rs", 0, true, 64 * KiB, false);
-  EXPECT_EQ(pick(rs, Coll::AllReduce, 8, 4), Algo::Smem);
+  Tuner rs = make("allreduce:segment_rs", 0, true, 64 * KiB, false);
+  EXPECT_EQ(pick(rs, Coll::AllReduce, 8, 4), Algo::Segment);
   EXPECT_EQ(pick(rs, Coll::AllReduce, 1 * MiB, 4), Algo::Ring);
-  Tuner seg = make("allreduce:smem_rs,allgather:smem", 0, true, 64 * KiB, true);
-  EXPECT_EQ(pick(seg, Coll::AllReduce, 8, 4), Algo::SmemRs);
-  EXPECT_EQ(pick(seg, Coll::AllGather, 8, 4), Algo::Smem);
+  Tuner seg = make("allreduce:segment_rs,allgather:segment", 0, true, 64 * KiB, true);
+  EXPECT_EQ(pick(seg, Coll::AllReduce, 8, 4), Algo::SegmentRs);
+  EXPECT_EQ(pick(seg, Coll::AllGather, 8, 4), Algo::Segment);
 }
 
 TEST(Tuner, OverridesAreChecked) {
@@ -115,21 +115,21 @@ TEST(Tuner, OverridesAreChecked) {
     }
     return false;
   };
-  EXPECT_TRUE(refused("broadcast:smem"));
-  EXPECT_TRUE(refused("reduce:smem_rs"));
+  EXPECT_TRUE(refused("broadcast:segment"));
+  EXPECT_TRUE(refused("reduce:segment_rs"));
   EXPECT_TRUE(refused("allreduce:bruck"));
   EXPECT_TRUE(refused("warp"));
   EXPECT_TRUE(refused("allgatherx:ring"));
-  EXPECT_FALSE(refused("allreduce:smem_rs,reducescatter:smem,all_gather:smem"));
+  EXPECT_FALSE(refused("allreduce:segment_rs,reducescatter:segment,all_gather:segment"));
 }
 
 TEST(Tuner, DeviceMemoryNeverTakesTheSegment) {
   Tuner t = make("", 0, true, 64 * KiB, true);
-  EXPECT_EQ(pick(t, Coll::AllReduce, 8, 4), Algo::Smem);
+  EXPECT_EQ(pick(t, Coll::AllReduce, 8, 4), Algo::Segment);
   EXPECT_EQ(t.choose(Coll::AllReduce, 8, 4, /*device=*/true).algo, Algo::Rd);
   EXPECT_EQ(t.choose(Coll::AllReduce, 1 * MiB, 4, true).algo, Algo::Ring);
   EXPECT_EQ(t.choose(Coll::AllGather, 4 * MiB, 4, true).algo, Algo::Ring);
-  Tuner forced = make("allreduce:smem_rs", 0, true, 64 * KiB, true);
+  Tuner forced = make("allreduce:segment_rs", 0, true, 64 * KiB, true);
   EXPECT_EQ(forced.choose(Coll::AllReduce, 100 * KiB, 4, true).algo, Algo::Rhd);
 }
 
@@ -157,8 +157,8 @@ TEST(Tuner, HierarchyAcrossHosts) {
 
 TEST(Tuner, TableNamesEveryAlgorithm) {
   const std::string list = dccl::tune::algo_list_text();
-  for (const char* n : {"allreduce: smem, smem_rs, hier, rd, rhd, ring", "broadcast: hier, tree, chain",
-                        "allgather: hier, smem, bruck, ring", "reducescatter: hier, smem, ring",
+  for (const char* n : {"allreduce: segment, segment_rs, hier, rd, rhd, ring", "broadcast: hier, tree, chain",
+                        "allgather: hier, segment, bruck, ring", "reducescatter: hier, segment, ring",
                         "reduce: hier, tree, chain"})
     EXPECT_NE(list.find(n), std::string::npos) << list;
   for (const auto& e : dccl::tune::algo_table()) EXPECT_TRUE((e.flat != nullptr) != (e.hier != nullptr) || e.coll == Coll::SendRecv);
@@ -240,12 +240,12 @@ TEST(Tuner, RecursiveDoublingBoundComesFromTheLinkModel) {
 // value included), else 512 KiB for 2 ranks and the setting's default above.
 TEST(Tuner, SegmentChunkByRankCount) {
   constexpr size_t k256 = size_t{256} << 10, k512 = size_t{512} << 10;
-  EXPECT_EQ(smem_chunk_bytes(k256, false, 2), k512);
-  EXPECT_EQ(smem_chunk_bytes(k256, true, 2), k256);
-  EXPECT_EQ(smem_chunk_bytes(k256, false, 4), k256);
-  EXPECT_EQ(smem_chunk_bytes(k256, false, 8), k256);
-  EXPECT_EQ(smem_chunk_bytes(0, true, 2), size_t{0});  // 0 still switches it off
-  EXPECT_EQ(smem_chunk_bytes(size_t{1} << 20, true, 4), size_t{1} << 20);
+  EXPECT_EQ(segment_chunk_bytes(k256, false, 2), k512);
+  EXPECT_EQ(segment_chunk_bytes(k256, true, 2), k256);
+  EXPECT_EQ(segment_chunk_bytes(k256, false, 4), k256);
+  EXPECT_EQ(segment_chunk_bytes(k256, false, 8), k256);
+  EXPECT_EQ(segment_chunk_bytes(0, true, 2), size_t{0});  // 0 still switches it off
+  EXPECT_EQ(segment_chunk_bytes(size_t{1} << 20, true, 4), size_t{1} << 20);
 }
 
 // choose() keeps its last answer: asking the same question again, a different one,

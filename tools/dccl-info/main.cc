@@ -54,6 +54,11 @@ void print_env_md() {
   printf("| variable | type | default | meaning |\n|---|---|---|---|\n");
   for (const auto& e : dccl::tune::settings())
     printf("| `%s` | %s | `%s` | %s |\n", e.name, type_name(e.type), *e.def ? e.def : "(empty)", e.help);
+  printf("\nRenamed settings and algorithm names still work, with one warning per process:\n\n");
+  for (const auto& a : dccl::core::setting_aliases())
+    printf("- `%s` (deprecated): read as `%s` when that is not set\n", a.old_name, a.name);
+  for (const auto& a : dccl::core::algo_aliases())
+    printf("- algorithm `%s` in `DCCL_ALGO` (deprecated): `%s`\n", a.old_name, a.name);
   printf("\n## Launcher variables read by `dcclCommInitFromEnv`\n\n");
   printf("| source | rank | size | rendezvous |\n|---|---|---|---|\n");
   printf("| dccl-run | `DCCL_RANK` | `DCCL_WORLD_SIZE` | `DCCL_ID` (set by dccl-run) or `DCCL_ADDR` |\n");

@@ -40,8 +40,8 @@ std::set<size_t> edge_sizes(const Plan& p, dccl::tune::Coll c) {
       out.insert({b - 4, b, b + 4});
     }
   }
-  if (c == dccl::tune::Coll::AllReduce && p.segment && p.smem_oneshot_bytes)
-    out.insert({p.smem_oneshot_bytes, p.smem_oneshot_bytes + 4});
+  if (c == dccl::tune::Coll::AllReduce && p.segment && p.segment_oneshot_bytes)
+    out.insert({p.segment_oneshot_bytes, p.segment_oneshot_bytes + 4});
   return out;
 }
 
@@ -56,7 +56,7 @@ void print_json(const Plan& p, bool ranks_by_host) {
          p.cross_host_chunk_bytes, p.one_host_chunk_bytes, p.device_chunk_bytes, p.chunk_override_bytes,
          p.chunk_bytes(false), p.chunk_bytes(true));
   printf("  \"segment\": {\"used\": %s, \"oneshot_bytes\": %zu, \"chunk_bytes\": %zu},\n", p.segment ? "true" : "false",
-         p.smem_oneshot_bytes, p.smem_chunk_bytes);
+         p.segment_oneshot_bytes, p.segment_chunk_bytes);
   printf("  \"rd\": {\"max_bytes\": %zu, \"min_bound\": %zu, \"max_bound\": %zu},\n", p.rd_max_bytes, p.rd_min_bound,
          p.rd_max_bound);
   printf("  \"hier\": {\"used\": %s, \"shard_bytes\": %zu, \"piece_bytes\": %zu},\n", p.hier ? "true" : "false",
@@ -107,8 +107,8 @@ void print_text(const Plan& p) {
          bytes_text(p.cross_host_chunk_bytes).c_str(), bytes_text(p.one_host_chunk_bytes).c_str(),
          bytes_text(p.device_chunk_bytes).c_str(), p.chunk_override_bytes ? "; DCCL_CHUNK_BYTES replaces them" : "");
   if (p.segment)
-    printf("  shared segment  one-shot up to %s, chunk %s\n", bytes_text(p.smem_oneshot_bytes).c_str(),
-           bytes_text(p.smem_chunk_bytes).c_str());
+    printf("  shared segment  one-shot up to %s, chunk %s\n", bytes_text(p.segment_oneshot_bytes).c_str(),
+           bytes_text(p.segment_chunk_bytes).c_str());
   else
     printf("  shared segment  not used\n");
   printf("  rd allreduce    up to %s (the link model's crossover, held to %s..%s)\n", bytes_text(p.rd_max_bytes).c_str(),

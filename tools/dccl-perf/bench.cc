@@ -69,7 +69,7 @@ size_t check(Ctx& c, const Case& k, const Ptrs& p) {
   return count_wrong(k, c.rank, c.stage.data());
 }
 
-uint64_t relayed(Ctx& c) {
+uint64_t staged_bytes(Ctx& c) {
   dcclStats_t s{};
   PERF_CHECK(c, dcclCommGetStats(c.comm, &s));
   return s.bytesRelayedHost;
@@ -84,24 +84,24 @@ void check_launch(Ctx& c, const Case& k, bool in_place, dcclResult_t r) {
   fail(c, what, r);
 }
 
-// Returns this rank's time per iteration (us), wrong elements and relay ratio.
+// Returns this rank's time per iteration (us), wrong elements and staged ratio.
 Result measure(Ctx& c, const Case& k, bool in_place) {
   Result res;
   const Ptrs p = pointers(c, k.lay, in_place);
   init_buffers(c, k, p);
   for (int i = 0; i < c.opt.warmup; ++i) check_launch(c, k, in_place, launch(c, k, p));
   sync(c);
-  const uint64_t relay0 = relayed(c);
+  const uint64_t staged0 = staged_bytes(c);
   const auto t0 = std::chrono::steady_clock::now();
   const int ops = c.opt.iters * c.opt.agg;  // -m: agg operations per timed iteration
   for (int i = 0; i < ops; ++i) check_launch(c, k, in_place, launch(c, k, p));
   sync(c);
   const auto t1 = std::chrono::steady_clock::now();
-  const uint64_t relay1 = relayed(c);
+  const uint64_t staged1 = staged_bytes(c);
   res.time_us = std::chrono::duration<double, std::micro>(t1 - t0).count() / ops;
   if (c.opt.mem != dcclMemHost) {
     const double moved = static_cast<double>(ops) * static_cast<double>(k.lay.bytes);
-    res.relay = moved > 0 ? static_cast<double>(relay1 - relay0) / moved : 0.0;
+    res.staged = moved > 0 ? static_cast<double>(staged1 - staged0) / moved : 0.0;
   }
   if (c.opt.check && (!in_place || in_place_checked(k.coll))) {  // untimed, on fresh data
     init_buffers(c, k, p);
@@ -152,10 +152,10 @@ Row run_size(Ctx& c, size_t bytes) {
   row.in_place = measure(c, k, true);
 
   // Combine over ranks: the time as -a asks (default the slowest rank's); wrong
-  // counts and relay summed.
+  // counts and staged summed.
   double tmax[2] = {row.out_of_place.time_us, row.in_place.time_us};
-  double sums[4] = {row.out_of_place.wrong, row.in_place.wrong, row.out_of_place.relay,
-                    row.in_place.relay};
+  double sums[4] = {row.out_of_place.wrong, row.in_place.wrong, row.out_of_place.staged,
+                    row.in_place.staged};
   if (c.opt.average == 0 && c.rank != 0) tmax[0] = tmax[1] = 0;  // rank 0's, by a sum
   const dcclRedOp_t how = c.opt.average == 2 ? dcclMin : c.opt.average == 3 ? dcclMax : dcclSum;
   PERF_CHECK(c, dcclAllReduce(tmax, tmax, 2, dcclFloat64, how, c.comm, nullptr));
@@ -170,7 +170,7 @@ Row run_size(Ctx& c, size_t bytes) {
     r.algbw = sec > 0 ? static_cast<double>(k.lay.bytes) / 1e9 / sec : 0.0;
     r.busbw = r.algbw * bus_factor(k.coll, c.nranks);
     if (r.wrong >= 0) r.wrong = sums[v];  // checked on every rank alike
-    if (c.opt.mem != dcclMemHost) r.relay = sums[2 + v] / c.nranks;
+    if (c.opt.mem != dcclMemHost) r.staged = sums[2 + v] / c.nranks;
   }
   return row;
 }

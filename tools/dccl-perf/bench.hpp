@@ -41,7 +41,7 @@ struct Result {
   double algbw = 0;
   double busbw = 0;
   double wrong = -1;  // elements, summed over ranks; -1 when not checked
-  double relay = -1;  // host-relayed bytes per payload byte (mean over ranks); -1 for --mem host
+  double staged = -1;  // host-staged bytes per payload byte (mean over ranks); -1 for --mem host
 };
 struct Row {
   size_t bytes = 0;

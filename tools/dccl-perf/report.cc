@@ -7,7 +7,7 @@
 namespace dcclperf {
 namespace {
 
-bool show_relay(const Ctx& c) { return c.opt.mem != dcclMemHost; }
+bool show_staged(const Ctx& c) { return c.opt.mem != dcclMemHost; }
 int root_column(const Ctx& c) { return coll_has_root(c.opt.coll) ? c.opt.root : -1; }
 const char* op_column(const Ctx& c) { return coll_has_op(c.opt.coll) ? op_label(c.opt.op) : "none"; }
 
@@ -35,13 +35,13 @@ std::string center(const std::string& s, size_t width) {
   return std::string(left, ' ') + s + std::string(width - s.size() - left, ' ');
 }
 
-// Width of one out-of-place / in-place group: "  %7s  %6s  %6s  %6s" [+ "  %7s"].
-size_t group_width(const Ctx& c) { return show_relay(c) ? 42 : 33; }
+// Width of one out-of-place / in-place group: "  %7s  %6s  %6s  %6s" [+ "  %8s"].
+size_t group_width(const Ctx& c) { return show_staged(c) ? 43 : 33; }
 
 void print_group_titles(FILE* f, const Ctx& c, const char* a, const char* b, const char* d,
                         const char* e, const char* g) {
   std::fprintf(f, "  %7s  %6s  %6s  %6s", a, b, d, e);
-  if (show_relay(c)) std::fprintf(f, "  %7s", g);
+  if (show_staged(c)) std::fprintf(f, "  %8s", g);
 }
 
 std::string time_text(double us) {
@@ -56,7 +56,7 @@ void print_result(FILE* f, const Ctx& c, const Result& r) {
   char wrong[32] = "N/A";
   if (r.wrong >= 0) std::snprintf(wrong, sizeof wrong, "%.0f", r.wrong);
   std::fprintf(f, "  %7s  %6.2f  %6.2f  %6s", time_text(r.time_us).c_str(), r.algbw, r.busbw, wrong);
-  if (show_relay(c)) std::fprintf(f, "  %7.3f", r.relay);
+  if (show_staged(c)) std::fprintf(f, "  %8.3f", r.staged);
 }
 
 void json_number(FILE* f, const char* key, double v, bool comma = true) {
@@ -70,9 +70,9 @@ void json_result(FILE* f, const Ctx& c, const char* name, const Result& r) {
   json_number(f, "time_us", r.time_us);
   json_number(f, "algbw_gbps", r.algbw);
   json_number(f, "busbw_gbps", r.busbw);
-  if (r.wrong >= 0) json_number(f, "wrong", r.wrong, show_relay(c));
-  else std::fprintf(f, "\"wrong\": null%s", show_relay(c) ? ", " : "");
-  if (show_relay(c)) json_number(f, "relay_per_byte", r.relay, false);
+  if (r.wrong >= 0) json_number(f, "wrong", r.wrong, show_staged(c));
+  else std::fprintf(f, "\"wrong\": null%s", show_staged(c) ? ", " : "");
+  if (show_staged(c)) json_number(f, "staged_per_byte", r.staged, false);
   std::fputs("}", f);
 }
 
@@ -99,7 +99,7 @@ void print_header(FILE* f, const Ctx& c, const std::vector<std::string>& rank_li
   std::fprintf(f, "# %10s  %12s  %8s  %6s  %6s", "", "", "", "", "");
   std::fprintf(f, "%s%s\n", center("out-of-place", gw).c_str(), center("in-place", gw).c_str());
   std::fprintf(f, "# %10s  %12s  %8s  %6s  %6s", "size", "count", "type", "redop", "root");
-  for (int v = 0; v < 2; ++v) print_group_titles(f, c, "time", "algbw", "busbw", "#wrong", "relay/B");
+  for (int v = 0; v < 2; ++v) print_group_titles(f, c, "time", "algbw", "busbw", "#wrong", "staged/B");
   std::fprintf(f, "\n# %10s  %12s  %8s  %6s  %6s", "(B)", "(elements)", "", "", "");
   for (int v = 0; v < 2; ++v) print_group_titles(f, c, "(us)", "(GB/s)", "(GB/s)", "", "");
   std::fprintf(f, "\n");

@@ -1,6 +1,6 @@
 // The CUDA backend's logic over cuda::Api (cuda_api.hpp): allocations rounded to
 // whole pages, streams and tickets (cuda_engine.hpp), dma-buf export of ranges
-// that stay inside one allocation, registration keys by buffer id, pinned bounce
+// that stay inside one allocation, registration keys by buffer id, pinned staging
 // memory (or pageable, once refused), and refusal of memory on a GPU this process
 // does not drive.
 // It includes no CUDA header: tests run it over a fake Api on any machine.

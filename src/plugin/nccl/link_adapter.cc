@@ -16,7 +16,7 @@
 #include "net/rails.hpp"
 #include "net/transport.hpp"
 #include "plugin/nccl/nccl_net.h"
-#include "tune/topology.hpp"
+#include "topo/topology.hpp"
 
 namespace dccl::plugin {
 
@@ -259,7 +259,7 @@ Link::Link(const Device& dev, int rank, const std::array<uint8_t, 16>& secret) :
   net::TransportOptions to;
   to.rank = rank;
   to.nranks = 2;
-  to.host = tune::host_identity(m.cfg.host_id);
+  to.host = topo::host_identity(m.cfg.host_id);
   to.spin_us = m.cfg.spin_us;
   to.timeout = std::chrono::milliseconds(m.cfg.timeout_s * 1000);
   to.ifnames = dev.rail;

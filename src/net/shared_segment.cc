@@ -1,4 +1,4 @@
-#include "net/shm_segment.hpp"
+#include "net/shared_segment.hpp"
 
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -18,11 +18,11 @@ namespace dccl::net {
 namespace {
 // The flags of all ranks and the sleepers' line, then the one-shot slots of all
 // ranks, then the chunk slots.
-size_t flag_bytes(int n) { return static_cast<size_t>(n) * ShmSegment::kFlags * sizeof(ShmSegment::Flag); }
-size_t header_bytes(int n) { return flag_bytes(n) + sizeof(ShmSegment::Sleep); }
+size_t flag_bytes(int n) { return static_cast<size_t>(n) * SharedSegment::kFlags * sizeof(SharedSegment::Flag); }
+size_t header_bytes(int n) { return flag_bytes(n) + sizeof(SharedSegment::Sleep); }
 }  // namespace
 
-ShmSegment::ShmSegment(int rank, int nranks, size_t slot_bytes, size_t chunk_bytes,
+SharedSegment::SharedSegment(int rank, int nranks, size_t slot_bytes, size_t chunk_bytes,
                        const std::function<void(const std::string&)>& publish,
                        const std::function<std::string()>& fetch, const std::function<void()>& barrier)
     : rank_(rank),
@@ -68,26 +68,26 @@ ShmSegment::ShmSegment(int rank, int nranks, size_t slot_bytes, size_t chunk_byt
   sleep_ = reinterpret_cast<Sleep*>(base_ + flag_bytes(n_));
 }
 
-ShmSegment::~ShmSegment() {
+SharedSegment::~SharedSegment() {
   if (base_) munmap(base_, bytes_);
 }
 
-ShmSegment::Flag& ShmSegment::flag(int rank, int id) const {
+SharedSegment::Flag& SharedSegment::flag(int rank, int id) const {
   return reinterpret_cast<Flag*>(base_)[static_cast<size_t>(rank) * kFlags + static_cast<size_t>(id)];
 }
 
 // Shared between processes: not FUTEX_PRIVATE_FLAG.
-void ShmSegment::wake_all() {
+void SharedSegment::wake_all() {
   sleep_->seq.fetch_add(1, std::memory_order_release);
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(&sleep_->seq), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
 }
 
-void ShmSegment::sleep_on(uint32_t seen, int64_t ns) {
+void SharedSegment::sleep_on(uint32_t seen, int64_t ns) {
   const timespec ts{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(&sleep_->seq), FUTEX_WAIT, seen, &ts, nullptr, 0);
 }
 
-char* ShmSegment::chunk_slot(int rank, int parity) const {
+char* SharedSegment::chunk_slot(int rank, int parity) const {
   return slots_ + static_cast<size_t>(n_) * 2 * slot_stride_ +
          (static_cast<size_t>(rank) * 2 + static_cast<size_t>(parity)) * chunk_bytes_;
 }

@@ -1,5 +1,5 @@
-// Text for the segment algorithms' call descriptors (coll/smem_wait.hpp).
-#include "coll/smem_wait.hpp"
+// Text for the segment algorithms' call descriptors (coll/segment_wait.hpp).
+#include "coll/segment_wait.hpp"
 
 namespace dccl::coll {
 

@@ -1,4 +1,4 @@
-#include "tune/topology.hpp"
+#include "topo/topology.hpp"
 #include "core/host.hpp"
 
 #include <sched.h>
@@ -11,7 +11,7 @@
 
 #include "core/error.hpp"
 
-namespace dccl::tune {
+namespace dccl::topo {
 
 bool Topology::uniform() const {
   for (const auto& h : ranks_on)
@@ -125,4 +125,4 @@ int union_cpu_count(const std::vector<std::string>& lists) {
   return static_cast<int>(cpus.size());
 }
 
-}  // namespace dccl::tune
+}  // namespace dccl::topo

@@ -19,7 +19,7 @@ namespace dccl::mem {
 class Backend;
 }
 namespace dccl::net {
-class ShmSegment;
+class SharedSegment;
 }
 
 namespace dccl::coll {
@@ -47,7 +47,7 @@ inline uint64_t make_p2p_tag(int sender, uint64_t count) {
          (count & 0xffffffffULL);
 }
 
-// What an operation is called in errors and traces, e.g. "all_reduce #12 (smem, 2 x
+// What an operation is called in errors and traces, e.g. "all_reduce #12 (segment, 2 x
 // float32)". Kept as parts and spelled out only when needed: building the string
 // on every call cost more than a small allreduce itself.
 struct Label {
@@ -60,7 +60,7 @@ struct Label {
   std::string str() const;
 };
 
-struct CtxInit {
+struct CallContextInit {
   const CommState* comm = nullptr;  // the communicator's shared state (never null)
   mem::DataPath* path = nullptr;  // null: buffers are host memory, sent directly
   // Host memory only (path null): bytes posted to the transport straight from
@@ -80,13 +80,13 @@ struct CtxInit {
   Label name;
 };
 
-class Ctx {
+class CallContext {
  public:
-  explicit Ctx(const CtxInit& init);
-  explicit Ctx(CtxInit&& init);  // takes the name's text instead of copying it
-  ~Ctx();
-  Ctx(const Ctx&) = delete;
-  Ctx& operator=(const Ctx&) = delete;
+  explicit CallContext(const CallContextInit& init);
+  explicit CallContext(CallContextInit&& init);  // takes the name's text instead of copying it
+  ~CallContext();
+  CallContext(const CallContext&) = delete;
+  CallContext& operator=(const CallContext&) = delete;
 
   int rank() const { return in_.comm->rank; }
   int nranks() const { return in_.comm->nranks; }
@@ -118,7 +118,7 @@ class Ctx {
   void* scratch(size_t bytes);
 
   // For algorithms that wait on shared memory rather than transfers.
-  net::ShmSegment* smem() const { return in_.comm->smem; }
+  net::SharedSegment* segment() const { return in_.comm->segment; }
   int64_t spin_us() const { return in_.comm->spin_us; }
   void start_deadline();
   // Throws (failed communicator, or timeout naming `what` from `peer`).
@@ -138,7 +138,7 @@ class Ctx {
   // A wait starting at `start` ends by the earlier of start + timeout and the call's deadline.
   std::chrono::steady_clock::time_point wait_deadline(std::chrono::steady_clock::time_point start) const;
 
-  CtxInit in_;
+  CallContextInit in_;
   size_t esize_;
   uint64_t coll_tag_;
   size_t scratch_used_ = 0;

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace dccl::tune {
+namespace dccl::topo {
 
 struct Topology {
   int rank = 0;
@@ -41,4 +41,4 @@ std::string affinity_text();
 // the ranks of one host may run on together, whatever each one's binding.
 int union_cpu_count(const std::vector<std::string>& lists);
 
-}  // namespace dccl::tune
+}  // namespace dccl::topo

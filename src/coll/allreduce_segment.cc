@@ -14,19 +14,19 @@
 #include "coll/algos.hpp"
 #include "kernels/reduce.hpp"
 #include "core/error.hpp"
-#include "coll/smem_wait.hpp"
-#include "net/shm_segment.hpp"
+#include "coll/segment_wait.hpp"
+#include "net/shared_segment.hpp"
 
 namespace dccl::coll {
 
-void allreduce_smem(Ctx& c, const Args& a) {
+void allreduce_segment(CallContext& c, const Args& a) {
   if (a.count == 0) return;
-  if (c.smem() == nullptr) throw core::Error(dcclInternalError, "allreduce_smem: no shared-memory segment");
-  net::ShmSegment& seg = *c.smem();
+  if (c.segment() == nullptr) throw core::Error(dcclInternalError, "allreduce_segment: no shared-memory segment");
+  net::SharedSegment& seg = *c.segment();
   const int n = c.nranks(), r = c.rank();
   const size_t bytes = a.count * c.esize();
   if (bytes > seg.slot_bytes())
-    throw core::Error(dcclInternalError, "allreduce_smem: message larger than the shared slot");
+    throw core::Error(dcclInternalError, "allreduce_segment: message larger than the shared slot");
   const uint64_t k = seg.next_op();
   const int p = static_cast<int>(k & 1);
   c.start_deadline();
@@ -39,7 +39,7 @@ void allreduce_smem(Ctx& c, const Args& a) {
   for (int q = 0; q < n; ++q) {
     if (q == r) continue;
     uint64_t theirs = 0;
-    smem_await(c, "its contribution", q, [&] {
+    segment_await(c, "its contribution", q, [&] {
       theirs = seg.seq(q, p).load(std::memory_order_acquire);
       return (theirs >> 32) == (k & 0xffffffffULL);
     });

@@ -1,4 +1,4 @@
-#include "coll/ctx.hpp"
+#include "coll/call_context.hpp"
 #include "core/recorder.hpp"
 
 #include <algorithm>
@@ -24,39 +24,39 @@ std::string Label::str() const {
          core::dtype_name(dt) + ")";
 }
 
-Ctx::Ctx(const CtxInit& init) : Ctx(CtxInit(init)) {}
+CallContext::CallContext(const CallContextInit& init) : CallContext(CallContextInit(init)) {}
 
-Ctx::Ctx(CtxInit&& init)
+CallContext::CallContext(CallContextInit&& init)
     : in_(std::move(init)), esize_(core::dtype_size(in_.dt)), coll_tag_(make_coll_tag(in_.seq, in_.call_mark, 0)) {
   if (esize_ == 0) esize_ = 1;
 }
 
-Ctx::~Ctx() {
+CallContext::~CallContext() {
   if (in_.scratch) in_.scratch->reset();
 }
 
-std::string Ctx::peer_name(int peer) const {
+std::string CallContext::peer_name(int peer) const {
   const std::vector<std::string>& names = in_.comm->peer_names;
   if (peer >= 0 && static_cast<size_t>(peer) < names.size()) return names[static_cast<size_t>(peer)];
   return "rank " + std::to_string(peer);
 }
 
-std::string Ctx::where(const Xfer& x) const {
+std::string CallContext::where(const Xfer& x) const {
   return std::string(x.req.is_send ? "send to " : "receive from ") + peer_name(x.req.peer) + " (step " +
          std::to_string(x.req.tag & 0xffffffu) + ")";
 }
 
-void Ctx::stop(dcclResult_t code, const std::string& what) const {
+void CallContext::stop(dcclResult_t code, const std::string& what) const {
   core::Recorder::failing(code);
   in_.comm->net->cancel_all();
   throw core::Error(code, what);
 }
 
-void Ctx::refuse(dcclResult_t code, const std::string& why) const {
+void CallContext::refuse(dcclResult_t code, const std::string& why) const {
   stop(code, core::describe(in_.comm->rank, name(), why));
 }
 
-void Ctx::fail(const Xfer& x, const std::string& cause) {
+void CallContext::fail(const Xfer& x, const std::string& cause) {
   stop(dcclRemoteError, core::describe(in_.comm->rank, name(), where(x) + " failed: " + cause));
 }
 
@@ -73,7 +73,7 @@ void arm(Xfer& x, int peer, uint64_t tag, bool is_send, net::Transport* net, siz
 }
 }  // namespace
 
-void Ctx::send_tagged(int peer, const void* p, size_t bytes, uint64_t tag, Xfer& x) {
+void CallContext::send_tagged(int peer, const void* p, size_t bytes, uint64_t tag, Xfer& x) {
   arm(x, peer, tag, true, in_.comm->net, bytes);
   if (in_.path) {
     in_.path->post_send(peer, p, bytes, tag, x);
@@ -83,7 +83,7 @@ void Ctx::send_tagged(int peer, const void* p, size_t bytes, uint64_t tag, Xfer&
   }
 }
 
-void Ctx::recv_tagged(int peer, void* p, size_t bytes, uint64_t tag, Xfer& x) {
+void CallContext::recv_tagged(int peer, void* p, size_t bytes, uint64_t tag, Xfer& x) {
   arm(x, peer, tag, false, in_.comm->net, bytes);
   if (in_.path) {
     in_.path->post_recv(peer, p, bytes, tag, x);
@@ -93,20 +93,20 @@ void Ctx::recv_tagged(int peer, void* p, size_t bytes, uint64_t tag, Xfer& x) {
   }
 }
 
-void Ctx::send(int peer, const void* p, size_t bytes, uint32_t step, Xfer& x) {
+void CallContext::send(int peer, const void* p, size_t bytes, uint32_t step, Xfer& x) {
   send_tagged(peer, p, bytes, coll_tag_ | (step & 0xffffffu), x);
 }
 
-void Ctx::recv(int peer, void* p, size_t bytes, uint32_t step, Xfer& x) {
+void CallContext::recv(int peer, void* p, size_t bytes, uint32_t step, Xfer& x) {
   recv_tagged(peer, p, bytes, coll_tag_ | (step & 0xffffffu), x);
 }
 
-void Ctx::check_failed() const {
+void CallContext::check_failed() const {
   const core::FailFlag& fail = in_.comm->fail;
   if (fail.raised()) stop(fail.code(), core::describe(in_.comm->rank, name(), "stopped: " + fail.text()));
 }
 
-bool Ctx::poll(Xfer& x) {
+bool CallContext::poll(Xfer& x) {
   check_failed();
   if (in_.path) {
     try {
@@ -122,7 +122,7 @@ bool Ctx::poll(Xfer& x) {
   return false;
 }
 
-size_t Ctx::wait_any(Xfer* const* xs, size_t n) {
+size_t CallContext::wait_any(Xfer* const* xs, size_t n) {
   auto start = Clock::now();
   auto deadline = wait_deadline(start);
   core::Backoff backoff(in_.comm->spin_us, start);
@@ -158,12 +158,12 @@ size_t Ctx::wait_any(Xfer* const* xs, size_t n) {
   }
 }
 
-void Ctx::wait(Xfer& x) {
+void CallContext::wait(Xfer& x) {
   Xfer* p = &x;
   while (x.active) wait_any(&p, 1);
 }
 
-void Ctx::wait_all(Xfer* xs, size_t n) {
+void CallContext::wait_all(Xfer* xs, size_t n) {
   std::vector<Xfer*> ptrs;
   ptrs.reserve(n);
   for (size_t i = 0; i < n; ++i)
@@ -171,7 +171,7 @@ void Ctx::wait_all(Xfer* xs, size_t n) {
   for (size_t left = ptrs.size(); left > 0; --left) wait_any(ptrs.data(), ptrs.size());
 }
 
-void Ctx::reduce(void* dst, const void* a, const void* b, size_t count) {
+void CallContext::reduce(void* dst, const void* a, const void* b, size_t count) {
   if (count == 0) return;
   if (in_.backend == nullptr || in_.backend->kind() == mem::Kind::Host) {
     kernels::reduce(dst, a, b, count, in_.dt, in_.op);
@@ -180,7 +180,7 @@ void Ctx::reduce(void* dst, const void* a, const void* b, size_t count) {
   in_.backend->wait(in_.backend->reduce_async(dst, a, b, count, in_.dt, in_.op), in_.comm->timeout_ms);
 }
 
-void Ctx::copy(void* dst, const void* src, size_t bytes) {
+void CallContext::copy(void* dst, const void* src, size_t bytes) {
   if (bytes == 0 || dst == src) return;
   if (in_.backend == nullptr || in_.backend->kind() == mem::Kind::Host) {
     memcpy(dst, src, bytes);
@@ -189,7 +189,7 @@ void Ctx::copy(void* dst, const void* src, size_t bytes) {
   in_.backend->wait(in_.backend->copy_async(dst, src, bytes), in_.comm->timeout_ms);
 }
 
-void Ctx::finish_avg(void* buf, size_t count) {
+void CallContext::finish_avg(void* buf, size_t count) {
   if (count == 0 || in_.op != dcclAvg) return;
   if (in_.backend == nullptr || in_.backend->kind() == mem::Kind::Host) {
     kernels::finish_avg(buf, count, in_.dt, in_.comm->nranks);
@@ -198,7 +198,7 @@ void Ctx::finish_avg(void* buf, size_t count) {
   in_.backend->wait(in_.backend->avg_async(buf, count, in_.dt, in_.comm->nranks), in_.comm->timeout_ms);
 }
 
-void Ctx::scale(void* dst, const void* src, size_t count, const void* scalar) {
+void CallContext::scale(void* dst, const void* src, size_t count, const void* scalar) {
   if (count == 0) return;
   // Multiplies by a block of factors (the scalar repeated) with the product kernel,
   // so that every datatype rounds as the reductions do.
@@ -221,18 +221,18 @@ void Ctx::scale(void* dst, const void* src, size_t count, const void* scalar) {
   be.wait(last, in_.comm->timeout_ms);
 }
 
-void* Ctx::scratch(size_t bytes) { return in_.scratch->take(bytes); }
+void* CallContext::scratch(size_t bytes) { return in_.scratch->take(bytes); }
 
 // The clock is read only once a wait has gone on for a while (its first
 // check_deadline), not on every operation: a small operation ends long before.
-void Ctx::start_deadline() { deadline_ = {}; }
+void CallContext::start_deadline() { deadline_ = {}; }
 
-std::chrono::steady_clock::time_point Ctx::wait_deadline(Clock::time_point start) const {
+std::chrono::steady_clock::time_point CallContext::wait_deadline(Clock::time_point start) const {
   const Clock::time_point own = start + std::chrono::milliseconds(in_.comm->timeout_ms);
   return in_.deadline == Clock::time_point{} ? own : std::min(own, in_.deadline);
 }
 
-void Ctx::check_deadline(const char* what, int peer) {
+void CallContext::check_deadline(const char* what, int peer) {
   check_failed();
   const auto now = Clock::now();
   if (deadline_ == Clock::time_point{}) deadline_ = wait_deadline(now);

@@ -1,7 +1,7 @@
 // A POSIX shared-memory segment shared by all ranks of a communicator when they
 // run on one host. Per rank: flags (each on its own cache line), two small slots
-// for one-shot allreduces (coll/allreduce_smem.cc) and two chunk slots for the
-// pipelined reduce-scatter + allgather of larger ones (coll/allreduce_smem_rs.cc).
+// for one-shot allreduces (coll/allreduce_segment.cc) and two chunk slots for the
+// pipelined reduce-scatter + allgather of larger ones (coll/allreduce_segment_rs.cc).
 // Both avoid the provider entirely: plain stores and loads, no system call, no
 // page pinning, far below the cost of a message round through libfabric.
 #pragma once
@@ -15,7 +15,7 @@
 
 namespace dccl::net {
 
-class ShmSegment {
+class SharedSegment {
  public:
   // Atomics shared between processes through the mapping must be lock-free: a
   // lock-based std::atomic would keep its lock in each process's own memory.
@@ -23,7 +23,7 @@ class ShmSegment {
   static_assert(sizeof(std::atomic<uint64_t>) == sizeof(uint64_t), "shared-memory flags must have no hidden state");
   struct alignas(64) Flag {
     std::atomic<uint64_t> v{0};
-    // In0/In1 only: what the chunk belongs to (coll/smem_wait.hpp's chunk_call),
+    // In0/In1 only: what the chunk belongs to (coll/segment_wait.hpp's chunk_call),
     // written before v and read after it, on v's cache line.
     std::atomic<uint64_t> call{0};
   };
@@ -66,11 +66,11 @@ class ShmSegment {
   // between cores as one line.
   static constexpr size_t kSlotData = 8;
   // slot_bytes: one one-shot slot (0: none); chunk_bytes: one chunk slot (0: none).
-  ShmSegment(int rank, int nranks, size_t slot_bytes, size_t chunk_bytes, const std::function<void(const std::string&)>& publish,
+  SharedSegment(int rank, int nranks, size_t slot_bytes, size_t chunk_bytes, const std::function<void(const std::string&)>& publish,
              const std::function<std::string()>& fetch, const std::function<void()>& barrier);
-  ~ShmSegment();
-  ShmSegment(const ShmSegment&) = delete;
-  ShmSegment& operator=(const ShmSegment&) = delete;
+  ~SharedSegment();
+  SharedSegment(const SharedSegment&) = delete;
+  SharedSegment& operator=(const SharedSegment&) = delete;
 
   // Payload capacity of a one-shot slot (its stride less the flag's bytes).
   size_t slot_bytes() const { return slot_stride_ == 0 ? 0 : slot_stride_ - kSlotData; }

@@ -19,14 +19,14 @@
 
 #include "coll/algos.hpp"
 #include "kernels/reduce.hpp"
-#include "coll/smem_wait.hpp"
+#include "coll/segment_wait.hpp"
 #include "core/error.hpp"
-#include "net/shm_segment.hpp"
+#include "net/shared_segment.hpp"
 
 namespace dccl::coll {
 
 namespace {
-using Seg = net::ShmSegment;
+using Seg = net::SharedSegment;
 
 // Part q of a chunk of `len` elements: whole cache lines where possible.
 struct Parts {
@@ -44,9 +44,9 @@ Parts split(size_t len, int n, size_t esize) {
 }
 }  // namespace
 
-void allreduce_smem_rs(Ctx& c, const Args& a) {
+void allreduce_segment_rs(CallContext& c, const Args& a) {
   if (a.count == 0) return;
-  Seg& seg = chunk_segment(c, "allreduce_smem_rs");
+  Seg& seg = chunk_segment(c, "allreduce_segment_rs");
   const int n = c.nranks(), r = c.rank();
   const size_t es = c.esize();
   const size_t max_elems = seg.chunk_bytes() / es;

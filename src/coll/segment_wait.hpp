@@ -1,4 +1,4 @@
-// Waiting on flags in the host shared-memory segment (coll/allreduce_smem*.cc).
+// Waiting on flags in the host shared-memory segment (coll/allreduce_segment*.cc).
 #pragma once
 
 #include <algorithm>
@@ -6,12 +6,12 @@
 #include <optional>
 #include <string>
 
-#include "coll/ctx.hpp"
+#include "coll/call_context.hpp"
 #include "core/backoff.hpp"
 #include "core/cpu.hpp"
 #include "core/error.hpp"
 #include "core/types.hpp"
-#include "net/shm_segment.hpp"
+#include "net/shared_segment.hpp"
 
 namespace dccl::coll {
 
@@ -20,15 +20,15 @@ namespace dccl::coll {
 // ranks or stream threads than cores). Without the spin budget (ranks outnumber
 // cores) it yields at once. Past core::Backoff's yield window, or past the spin
 // when the CPUs are busy with other processes (core/contention.hpp), it sleeps on the segment's futex until a
-// rank raises a flag (net::ShmSegment::sleep). Bounded by the operation's
+// rank raises a flag (net::SharedSegment::sleep). Bounded by the operation's
 // deadline; stops when the communicator failed.
 // The backoff starts at the first idle step, not on entry: a wait that the first
 // polls end (most small operations) reads no clock.
 template <class Pred>
-void smem_await(Ctx& c, const char* what, int peer, Pred pred) {
+void segment_await(CallContext& c, const char* what, int peer, Pred pred) {
   const unsigned every = c.spin_us() > 0 ? 32 : 1;
   std::optional<core::Backoff> backoff;
-  net::ShmSegment& seg = *c.smem();
+  net::SharedSegment& seg = *c.segment();
   for (unsigned i = 1; !pred(); ++i) {
     core::cpu_relax();
     if (i % every == 0) {
@@ -42,19 +42,19 @@ void smem_await(Ctx& c, const char* what, int peer, Pred pred) {
 }
 
 // The segment's chunk slots, for the chunked algorithms (`algo` names the caller).
-inline net::ShmSegment& chunk_segment(Ctx& c, const char* algo) {
-  if (c.smem() == nullptr || c.smem()->chunk_bytes() == 0)
+inline net::SharedSegment& chunk_segment(CallContext& c, const char* algo) {
+  if (c.segment() == nullptr || c.segment()->chunk_bytes() == 0)
     throw core::Error(dcclInternalError, std::string(algo) + ": no shared-memory chunk slots");
-  return *c.smem();
+  return *c.segment();
 }
 
 // The chunk loop of the pipelined segment algorithms: body(k, slot, off, len) for
 // consecutive chunks of `total` elements, at most max_len (>= 1) each; chunk k uses
 // slot k & 1 (slots alternate). A caller whose slot cannot hold one element per
-// piece (max_len == 0: a tiny DCCL_SMEM_CHUNK_BYTES, the same on every rank) runs
+// piece (max_len == 0: a tiny DCCL_SEGMENT_CHUNK_BYTES, the same on every rank) runs
 // its message-based equivalent instead.
 template <class Body>
-void for_each_chunk(Ctx& c, net::ShmSegment& seg, size_t total, size_t max_len, Body body) {
+void for_each_chunk(CallContext& c, net::SharedSegment& seg, size_t total, size_t max_len, Body body) {
   c.start_deadline();
   for (size_t off = 0; off < total;) {
     const size_t len = std::min(max_len, total - off);
@@ -65,8 +65,8 @@ void for_each_chunk(Ctx& c, net::ShmSegment& seg, size_t total, size_t max_len, 
 }
 
 // Waits until rank q raised flag `id` (In0/In1/Red0/Red1) for chunk k or later.
-inline void await_chunk_flag(Ctx& c, net::ShmSegment& seg, int q, int id, uint64_t k, const char* what) {
-  smem_await(c, what, q, [&] { return seg.flag(q, id).v.load(std::memory_order_acquire) >= k; });
+inline void await_chunk_flag(CallContext& c, net::SharedSegment& seg, int q, int id, uint64_t k, const char* what) {
+  segment_await(c, what, q, [&] { return seg.flag(q, id).v.load(std::memory_order_acquire) >= k; });
 }
 
 // The call a rank's input chunk belongs to: which segment algorithm, datatype, op
@@ -74,24 +74,24 @@ inline void await_chunk_flag(Ctx& c, net::ShmSegment& seg, int q, int id, uint64
 // differ (another count, type, op or collective) fail naming both sides instead of
 // reducing each other's chunks into a wrong result.
 enum class ChunkColl : uint64_t { AllReduce = 1, AllGather = 2, ReduceScatter = 3 };
-inline uint64_t chunk_call(ChunkColl coll, const Ctx& c, size_t count) {
+inline uint64_t chunk_call(ChunkColl coll, const CallContext& c, size_t count) {
   return (static_cast<uint64_t>(coll) << 56) | (static_cast<uint64_t>(c.dt() & 0xff) << 48) |
          (static_cast<uint64_t>(c.op() & 0xff) << 40) | (static_cast<uint64_t>(count) & ((uint64_t{1} << 40) - 1));
 }
 std::string chunk_call_text(uint64_t call);  // "all_reduce of 1048576 x float32 (sum)"
 
 // Rank r's input chunk k (its chunk slot of parity p) is ready.
-inline void raise_input(net::ShmSegment& seg, int r, int p, uint64_t k, uint64_t call) {
-  net::ShmSegment::Flag& f = seg.flag(r, net::ShmSegment::In0 + p);
+inline void raise_input(net::SharedSegment& seg, int r, int p, uint64_t k, uint64_t call) {
+  net::SharedSegment::Flag& f = seg.flag(r, net::SharedSegment::In0 + p);
   f.call.store(call, std::memory_order_relaxed);
   f.v.store(k, std::memory_order_release);
   seg.wake();
 }
 
 // Waits for rank q's input chunk k, then checks that it belongs to the same call.
-inline void await_input(Ctx& c, net::ShmSegment& seg, int q, int p, uint64_t k, uint64_t call) {
-  await_chunk_flag(c, seg, q, net::ShmSegment::In0 + p, k, "its input chunk");
-  const uint64_t theirs = seg.flag(q, net::ShmSegment::In0 + p).call.load(std::memory_order_relaxed);
+inline void await_input(CallContext& c, net::SharedSegment& seg, int q, int p, uint64_t k, uint64_t call) {
+  await_chunk_flag(c, seg, q, net::SharedSegment::In0 + p, k, "its input chunk");
+  const uint64_t theirs = seg.flag(q, net::SharedSegment::In0 + p).call.load(std::memory_order_relaxed);
   if (theirs != call)
     c.refuse(dcclInvalidUsage, "rank " + std::to_string(q) + " called " + chunk_call_text(theirs) + ", this rank " +
                                    chunk_call_text(call) + ": the calls differ between ranks");

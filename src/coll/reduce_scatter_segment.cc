@@ -4,21 +4,21 @@
 // chunk slot and raises In; once every rank's In is up, it reduces its own piece:
 // its input first, then every other slot in rank order, straight into recvbuff.
 // Slots alternate between consecutive chunks and are reused under the same rule as
-// allreduce_smem_rs: a rank raises In for chunk k+1 only after finishing chunk k.
+// allreduce_segment_rs: a rank raises In for chunk k+1 only after finishing chunk k.
 #include <algorithm>
 #include <cstring>
 
 #include "coll/algos.hpp"
 #include "kernels/reduce.hpp"
-#include "coll/smem_wait.hpp"
+#include "coll/segment_wait.hpp"
 #include "core/error.hpp"
-#include "net/shm_segment.hpp"
+#include "net/shared_segment.hpp"
 
 namespace dccl::coll {
 
-void reduce_scatter_smem(Ctx& c, const Args& a) {
+void reduce_scatter_segment(CallContext& c, const Args& a) {
   if (a.count == 0) return;
-  net::ShmSegment& seg = chunk_segment(c, "reduce_scatter_smem");
+  net::SharedSegment& seg = chunk_segment(c, "reduce_scatter_segment");
   const int n = c.nranks(), r = c.rank();
   const size_t es = c.esize(), block = a.count;
   const size_t max_len = seg.chunk_bytes() / (es * static_cast<size_t>(n));

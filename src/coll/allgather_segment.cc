@@ -3,20 +3,20 @@
 // copies its piece into its chunk slot and raises In, then copies every other
 // rank's piece out of that rank's slot as soon as its In is up. Slots alternate
 // between consecutive chunks and are reused under the same rule as
-// allreduce_smem_rs: a rank raises In for chunk k+1 only after finishing chunk k.
+// allreduce_segment_rs: a rank raises In for chunk k+1 only after finishing chunk k.
 #include <algorithm>
 #include <cstring>
 
 #include "coll/algos.hpp"
-#include "coll/smem_wait.hpp"
+#include "coll/segment_wait.hpp"
 #include "core/error.hpp"
-#include "net/shm_segment.hpp"
+#include "net/shared_segment.hpp"
 
 namespace dccl::coll {
 
-void allgather_smem(Ctx& c, const Args& a) {
+void allgather_segment(CallContext& c, const Args& a) {
   if (a.count == 0) return;
-  net::ShmSegment& seg = chunk_segment(c, "allgather_smem");
+  net::SharedSegment& seg = chunk_segment(c, "allgather_segment");
   const int n = c.nranks(), r = c.rank();
   const size_t es = c.esize(), block = a.count;
   const size_t max_len = seg.chunk_bytes() / es;
