@@ -120,14 +120,14 @@ const std::vector<ConfigAlias>& algo_aliases() {
   return v;
 }
 
-void warn_deprecated(const ConfigAlias& a) {
+void warn_deprecated(const ConfigAlias& a, const char* where) {
   static std::mutex mu;
   static std::set<std::string> warned;
   {
     std::lock_guard<std::mutex> lock(mu);
     if (!warned.insert(a.old_name).second) return;
   }
-  DCCL_WARN("%s is deprecated: use %s (it is read as that)", a.old_name, a.name);
+  DCCL_WARN("%s%s is deprecated: use %s (it is read as that)", where, a.old_name, a.name);
 }
 
 namespace {

@@ -50,8 +50,9 @@ struct ConfigAlias {
 };
 const std::vector<ConfigAlias>& setting_aliases();
 const std::vector<ConfigAlias>& algo_aliases();
-// Logs "OLD is deprecated: use NEW" once per process and alias.
-void warn_deprecated(const ConfigAlias& a);
+// Logs "OLD is deprecated: use NEW" once per process and alias; `where` comes first
+// ("DCCL_ALGO: the algorithm " for an algorithm name).
+void warn_deprecated(const ConfigAlias& a, const char* where = "");
 
 // A table setting's text: the environment's value, else the table's default (the
 // few settings read without a communicator's Config: the bootstrap interface, the

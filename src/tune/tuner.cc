@@ -16,7 +16,7 @@ bool parse_algo(const std::string& s, Algo* out) {
     }
   for (const core::ConfigAlias& a : core::algo_aliases())  // a renamed algorithm's old name
     if (s == a.old_name && parse_algo(a.name, out)) {
-      core::warn_deprecated(a);
+      core::warn_deprecated(a, "DCCL_ALGO: the algorithm ");
       return true;
     }
   return false;

@@ -96,7 +96,11 @@ TEST(ConfigAlias, DeprecatedAlgorithmNamesPickTheCurrentOnes) {
   cfg.hier = true;
   cfg.spin_us = 50;
   // 8 bytes: without the override, the one-shot through the segment and Bruck.
+  testing::internal::CaptureStderr();
   const dccl::tune::Tuner t(dccl::tune::make_plan({.nranks = 4, .nhosts = 1, .local_size = 4, .provider = "shm"}, cfg));
+  const std::string err = testing::internal::GetCapturedStderr();
+  // The warning says where the old name came from.
+  EXPECT_EQ(count(err, "DCCL_ALGO: the algorithm smem_rs is deprecated: use segment_rs"), 1) << err;  // deprecated
   EXPECT_EQ(t.choose(dccl::tune::Coll::AllReduce, 8, 4).algo, dccl::tune::Algo::SegmentRs);
   EXPECT_EQ(t.choose(dccl::tune::Coll::AllGather, 8, 4).algo, dccl::tune::Algo::Segment);
   cfg.algo = "";
