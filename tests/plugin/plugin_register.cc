@@ -8,6 +8,9 @@
 // dma-buf bit, the registration must succeed and the bytes moved device to device
 // must arrive; if not, it must fail with a reason. Exit 0 when the plugin's
 // behaviour matches what it advertised; the last line says which case it was.
+#include <unistd.h>
+
+#include <chrono>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -51,11 +54,15 @@ int main(int argc, char** argv) {
   void *lc = nullptr, *sc = nullptr, *rc = nullptr;
   NcclNetDeviceHandle* dh = nullptr;
   OK(net->listen(dev, handle, &lc));
-  for (int i = 0; (!sc || !rc) && i < 600000; ++i) {
+  // Bounded by time, not by polls: on a loaded machine the handshake may take
+  // longer than any fixed number of quick polls.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while ((!sc || !rc) && std::chrono::steady_clock::now() < until) {
     if (!sc) OK(net->connect(dev, nullptr, handle, &sc, &dh));
     if (!rc) OK(net->accept(lc, &rc, &dh));
+    if (!sc || !rc) usleep(100);
   }
-  CHECK(sc && rc, "connecting to itself did not finish");
+  CHECK(sc && rc, "connecting to itself did not finish within 60 s");
 
   void* src = be->alloc(n);
   void* dst = be->alloc(n);
