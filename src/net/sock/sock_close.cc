@@ -17,9 +17,7 @@
 // Step 3 does not wait for the peer to read, only for its kernel to take the bytes
 // (it waits for the peer's reading only when the peer's receive buffer is full),
 // so two ranks closing toward each other never wait on one another.
-#include <linux/sockios.h>
 #include <poll.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -47,11 +45,6 @@ bool drain(int fd) {
   }
 }
 
-bool all_acknowledged(int fd) {
-  int unacked = 0;
-  return ioctl(fd, SIOCOUTQ, &unacked) != 0 || unacked == 0;
-}
-
 }  // namespace
 
 void SockPath::close_gracefully() {
@@ -71,7 +64,7 @@ void SockPath::close_gracefully() {
           shutdown(c.fd, SHUT_WR);
           c.shut = true;
         }
-        done = !drain(c.fd) || all_acknowledged(c.fd);
+        done = !drain(c.fd) || unacked_bytes(c.fd) == 0;
       }
       if (done) {
         close(c.fd);
@@ -86,11 +79,9 @@ void SockPath::close_gracefully() {
     if (open.empty()) break;
     if (Clock::now() >= until) {
       for (Conn* c : open) {
-        int unacked = 0;
-        ioctl(c->fd, SIOCOUTQ, &unacked);
-        DCCL_WARN("rank %d: socket path: closing the connection to rank %d after %lld ms with %d bytes the peer "
+        DCCL_WARN("rank %d: socket path: closing the connection to rank %d after %lld ms with %zu bytes the peer "
                   "did not take and %zu messages not written",
-                  rank_, c->peer, static_cast<long long>(timeout_.count()), unacked, c->txq.size());
+                  rank_, c->peer, static_cast<long long>(timeout_.count()), unacked_bytes(c->fd), c->txq.size());
         close(c->fd);
         c->fd = -1;
       }

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 
+#include <linux/sockios.h>
 #include <poll.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -20,15 +22,20 @@
 
 namespace dccl::net {
 
+void put_header(char* h, uint64_t a, uint64_t b) {
+  memcpy(h, &a, 8);
+  memcpy(h + 8, &b, 8);
+}
+
+size_t unacked_bytes(int fd) {
+  int n = 0;
+  return fd >= 0 && ioctl(fd, SIOCOUTQ, &n) == 0 && n > 0 ? static_cast<size_t>(n) : 0;
+}
+
 namespace {
 
 // Payloads at least this long are read straight into their buffer.
 constexpr size_t kDirectReadBytes = 4096;
-
-void put_header(char* h, uint64_t tag, uint64_t len) {
-  memcpy(h, &tag, 8);
-  memcpy(h + 8, &len, 8);
-}
 
 // Whether a message of msg_len bytes may complete a receive posted for posted_len:
 // the same length, or at most it when the receive takes up to its length.

@@ -60,6 +60,13 @@
 
 namespace dccl::net {
 
+// A wire header's two words: a message's tag and length, or a chunk's offset and
+// its word (net/sock/spray.hpp).
+void put_header(char* h, uint64_t a, uint64_t b);
+// Bytes the kernel holds for a connection that its peer has not yet acknowledged
+// (SIOCOUTQ); 0 when unknown or none.
+size_t unacked_bytes(int fd);
+
 struct Request;
 
 class SockPath {

@@ -2,9 +2,6 @@
 // a large message announced on the lead flow, its chunks handed to whichever flow
 // has the fewest bytes queued, placed at their offsets by the receiver; a flow that
 // fails fails its pair.
-#include <sys/ioctl.h>
-#include <linux/sockios.h>
-
 #include <algorithm>
 #include <cstring>
 
@@ -13,21 +10,6 @@
 #include "net/transport.hpp"
 
 namespace dccl::net {
-
-namespace {
-
-void put_words(char* h, uint64_t a, uint64_t b) {
-  memcpy(h, &a, 8);
-  memcpy(h + 8, &b, 8);
-}
-
-// Bytes the kernel holds for the connection, not yet acknowledged by the peer.
-size_t kernel_queued(int fd) {
-  int n = 0;
-  return fd >= 0 && ioctl(fd, SIOCOUTQ, &n) == 0 && n > 0 ? static_cast<size_t>(n) : 0;
-}
-
-}  // namespace
 
 int SockPath::flows(int peer) const {
   const Conn* c = conn_of(peer);
@@ -47,7 +29,7 @@ std::vector<uint64_t> SockPath::flow_bytes_sent(int peer) {
 void SockPath::post_spray_locked(Conn& c, const char* buf, size_t len, uint64_t tag, Request* req) {
   const uint32_t seq = c.tx_seq++ & spray::kSeqMask;
   Tx a{nullptr, {}, nullptr, 0, 0, 0};
-  put_words(a.hdr, tag, spray::kAnnounce | len);
+  put_header(a.hdr, tag, spray::kAnnounce | len);
   c.txq.push_back(a);
   if (c.txq.size() == 1) write_locked(c);
   const size_t chunk = spray::chunk_bytes(len, static_cast<int>(c.flows.size()));
@@ -63,7 +45,7 @@ void SockPath::schedule_locked(Conn& lead) {
     if (!measured)
       for (size_t i = 0; i < lead.flows.size(); ++i) {
         const Conn& f = *lead.flows[i];
-        queued[i] = f.dead.empty() ? f.tx_bytes + kernel_queued(f.fd) : SIZE_MAX;
+        queued[i] = f.dead.empty() ? f.tx_bytes + unacked_bytes(f.fd) : SIZE_MAX;
       }
     measured = true;
     const int k = spray::pick_flow(queued, spray::kWindowBytes);
@@ -72,7 +54,7 @@ void SockPath::schedule_locked(Conn& lead) {
     const size_t n = std::min(s.chunk, s.len - s.next);
     Conn& f = *lead.flows[static_cast<size_t>(k)];
     Tx t{s.req, {}, s.buf + s.next, n, 0, s.len};
-    put_words(t.hdr, s.next, spray::chunk_word(s.seq, static_cast<uint32_t>(n)));
+    put_header(t.hdr, s.next, spray::chunk_word(s.seq, static_cast<uint32_t>(n)));
     f.txq.push_back(t);
     f.tx_bytes += n;
     queued[static_cast<size_t>(k)] += n;
