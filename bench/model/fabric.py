@@ -164,20 +164,18 @@ def row_algo(variant, op):
     return "ring"
 
 
-def window_rule(nflows):
-    """DirectCCL's window per sprayed flow (net/sock/spray.hpp window_bytes): 1 MiB over the
-    pair's flows, at least 64 KiB."""
-    return max(64 << 10, (1 << 20) // max(nflows, 1))
+# Bytes each sprayed flow keeps queued: DirectCCL's window (net/sock/spray.hpp kWindowBytes).
+WINDOW = 512 << 10
 
 
 def predict_row(r, nflows, buckets=0, window=None):
     """The model's busbw (GB/s) for one measured row (its net settings from compare-hosts).
     buckets: the emulator's cap buckets a peer's flows hash into (0: a cap per flow); window:
-    bytes per sprayed flow, None: window_rule's, 0: no queue term. Only DirectCCL's rows
+    bytes per sprayed flow, None: DirectCCL's (WINDOW), 0: no queue term. Only DirectCCL's rows
     spray (one flow per peer queues nothing of its own)."""
     net = r["net"]
     nic, cap = parse_rate(net["rate"]), parse_rate(net.get("flow_rate"))
-    w = window_rule(nflows) if window is None else window
+    w = WINDOW if window is None else window
     return emulated_busbw(r["op"], row_algo(r["variant"], r["op"]), r["hosts"], net.get("leaves") or r["hosts"],
                           net["spines"], r["size"], nic, cap, nflows, plan.LINK[0], CLOUD["efficiency"][0],
                           buckets=buckets, window=w, interleave=bool(net.get("interleave")))

@@ -135,8 +135,10 @@ class BusBandwidth(unittest.TestCase):
         got = fabric.emulated_busbw("all_gather", "ring", 4, 4, 2, 16 * MIB, 0.125, 0.03125, 8, 10.0, 1.0,
                                     window=128 << 10)
         self.assertAlmostEqual(got, 16 * MIB / (t * 1e3) * 3 / 4, places=12)
-        self.assertEqual(fabric.window_rule(8), 128 << 10)
-        self.assertEqual(fabric.window_rule(32), 64 << 10)
+        r = {"op": "all_gather", "hosts": 4, "variant": "hier", "size": 16 * MIB,
+             "net": {"rate": "1gbit", "spines": 2, "leaves": None, "flow_rate": "250mbit"}}
+        t = 3 * (fabric.plan.LINK[0] + 4 * MIB / (125 * 0.95)) + 8 * (512 << 10) / (125 * 0.95)
+        self.assertAlmostEqual(fabric.predict_row(r, 8, window=None), 16 * MIB / (t * 1e3) * 3 / 4, places=12)
 
     def test_cap_buckets_shared(self):
         # 2 flows into 4 buckets: the same one 1 time in 4; 3 flows into 2: all in one 2 in 8.
