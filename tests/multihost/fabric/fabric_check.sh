@@ -55,7 +55,7 @@ spine_tx() {
 send() {  # SECONDS SPORT... from host 0 to host 2; the receiver's lines
   local t=$1
   shift
-  ip netns exec $ns-h2 python3 "$flows" serve 5001 $(awk -v t="$t" 'BEGIN { print t + 1.5 }') >"$dir/srv" &
+  ip netns exec $ns-h2 python3 "$flows" serve 5001 $(awk -v t="$t" 'BEGIN { print t + 1.5 }') $# >"$dir/srv" &
   local srv=$!
   sleep 0.3
   ip netns exec $ns-h0 python3 "$flows" send 198.18.1.3 5001 "$t" "$@" || fail "the flows could not run"
