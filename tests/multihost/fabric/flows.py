@@ -67,7 +67,15 @@ def send(host, port, seconds, sports):
             s = socket.socket()
             s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             s.bind(("0.0.0.0", sport))
-            s.connect((host, port))
+            give_up = time.monotonic() + 10  # the receiver may still be starting
+            while True:
+                try:
+                    s.connect((host, port))
+                    break
+                except ConnectionRefusedError:
+                    if time.monotonic() > give_up:
+                        raise
+                    time.sleep(0.05)
             end = time.monotonic() + seconds
             while time.monotonic() < end:
                 s.sendall(buf)
