@@ -30,8 +30,8 @@ inline constexpr int kMaxFabricFlows = 16;
 inline constexpr int kFabricRemoteFlows = 8;
 // Messages below this go whole on flow 0 (their latency does not change).
 inline constexpr size_t kFlowsMinBytes = size_t{256} << 10;
-// Endpoints a rank opens per rail of `provider`: for `wish` (DCCL_NET_FLOWS) when some
-// peer may be on another host (all_local: every rank is known to be on this one).
+// Endpoints a rank opens per rail of `provider`: for `wish` (DCCL_NET_FLOWS); all_local:
+// no peer is known to be on another host (the automatic number is then 1).
 int flows_to_open(int wish, const std::string& provider, bool all_local);
 // The pair's flows per rail: each end's wish resolved for the pair (automatic:
 // flows_to_open's rule, same_host telling), the smaller, and no more than either

@@ -185,7 +185,9 @@ bool FabricTransport::open(const std::string& prov, std::string* why) {
 }
 
 int FabricTransport::flows_wanted(const std::string& prov) const {
-  const bool all_local = opts_.nranks == 1 || (opts_.local_size > 0 && opts_.local_size >= opts_.nranks);
+  // Automatic flows only where some peer is known to be on another host: each further
+  // endpoint costs its opening (a fabric and domain of its own) and closing.
+  const bool all_local = opts_.local_size <= 0 || opts_.local_size >= opts_.nranks;
   return flows_to_open(opts_.flows, prov, all_local);
 }
 
