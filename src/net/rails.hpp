@@ -21,8 +21,9 @@ inline constexpr size_t kStripeAlign = 4096;
 // Flows: endpoints per rail, each its own connection (for tcp, its own source and
 // destination ports, so that multipath hashing and per-flow rate caps tell them
 // apart). DCCL_NET_FLOWS, as for the socket path: 0 is automatic, per provider:
-// tcp;ofi_rxm across hosts kFabricRemoteFlows (measured on a leaf-spine fabric with a
-// per-flow cap of a quarter of the link: bench/results/2026-12-05-fi-flows); shm 1
+// tcp;ofi_rxm across hosts kFabricRemoteFlows (on a leaf-spine fabric with a per-flow
+// cap of a quarter of the link, 8 reach half the link, 2.2x one flow, which stays at
+// the cap: bench/results/2026-12-05-fi-flows); shm 1
 // always (one host: no paths to spread over); efa 1 (SRD sprays each connection's
 // packets over paths itself); every other provider 1. A set number is used as it is
 // (up to kMaxFabricFlows), except on shm.
