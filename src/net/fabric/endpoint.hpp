@@ -121,6 +121,8 @@ class Endpoint {
   // wait_ms for the provider's answer. False: none, or the provider cannot peek.
   bool peek(fi_addr_t addr, uint64_t tag, uint64_t ignore, size_t* len, int wait_ms);
   int progress(bool block = false);
+  // Whether an operation of `r` is posted here or waits in a backlog.
+  bool holds(const Request* r);
 
   // fi_cancel on everything outstanding, backlogs dropped; the requests are marked failed
   // ("cancelled").

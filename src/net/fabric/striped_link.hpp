@@ -49,6 +49,8 @@ class StripedLink final : public Link {
   }
   std::vector<std::string> counters() const override { return {}; }
   std::string mismatch_note(const Request& r) const override;
+  // The lanes (rails, flows) that still hold pieces of `r`, by their endpoints' labels.
+  std::string pending_note(const Request& r) const override;
   void parts(std::vector<Link*>* out) override {
     for (auto& l : lanes_) out->push_back(l.get());
   }
