@@ -12,15 +12,9 @@ shift 4
 case " $* " in *" --hosts "*) need_emulation ;; esac
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-"$run" -n "$n" "$@" --timeout 170 --env DCCL_PROVIDER=tcp --env DCCL_TRUST_NETWORK=1 --env DCCL_NET_SOCK_BYTES=0 \
-  --env DCCL_NET_FLOWS="$flows" --env DCCL_TIMEOUT_S=120 --env DCCL_DEBUG=INFO "$check" --suite large >"$out" 2>&1 &
-pid=$!
-wait $pid
-rc=$?
-grep -v " DCCL INFO " "$out"
-[ $rc -eq 0 ] || fail "the job exited with $rc"
-left=$(left_of $pid)
-[ -z "$left" ] || fail "dccl-run (pid $pid) left namespaces behind: $left"
+run_job "$out" "$run" -n "$n" "$@" --timeout 170 --env DCCL_PROVIDER=tcp --env DCCL_TRUST_NETWORK=1 \
+  --env DCCL_NET_SOCK_BYTES=0 --env DCCL_NET_FLOWS="$flows" --env DCCL_TIMEOUT_S=120 --env DCCL_DEBUG=INFO \
+  "$check" --suite large
 k=$(grep -c "coll_check large .* 0 wrong, 0 failed calls" "$out")
 [ "$k" -eq 3 ] || fail "$k of 3 coll_check settings reported no wrong element"
 # "net: rank R of N on HOST uses ...; up to F libfabric flows per peer and rail (DCCL_NET_FLOWS)"
