@@ -16,10 +16,12 @@
 namespace dccl::net {
 
 namespace {
-// The flags of all ranks and the sleepers' line, then the one-shot slots of all
-// ranks, then the chunk slots.
+// The flags of all ranks, the sleepers' line and the ranks' seats, then the
+// one-shot slots of all ranks, then the chunk slots.
 size_t flag_bytes(int n) { return static_cast<size_t>(n) * SharedSegment::kFlags * sizeof(SharedSegment::Flag); }
-size_t header_bytes(int n) { return flag_bytes(n) + sizeof(SharedSegment::Sleep); }
+size_t header_bytes(int n) {
+  return flag_bytes(n) + sizeof(SharedSegment::Sleep) + static_cast<size_t>(n) * sizeof(SharedSegment::Seat);
+}
 }  // namespace
 
 SharedSegment::SharedSegment(int rank, int nranks, size_t slot_bytes, size_t chunk_bytes,
@@ -66,6 +68,7 @@ SharedSegment::SharedSegment(int rank, int nranks, size_t slot_bytes, size_t chu
   base_ = static_cast<char*>(p);
   slots_ = base_ + header_bytes(n_);
   sleep_ = reinterpret_cast<Sleep*>(base_ + flag_bytes(n_));
+  seats_ = reinterpret_cast<Seat*>(base_ + flag_bytes(n_) + sizeof(Sleep));
 }
 
 SharedSegment::~SharedSegment() {

@@ -48,6 +48,14 @@ class SharedSegment {
   };
   static_assert(std::atomic<uint32_t>::is_always_lock_free && sizeof(std::atomic<uint32_t>) == 4,
                 "the futex word must be a plain 32-bit word");
+  // The CPU a rank ran on when it last waited, on a line of its own per rank: a wait
+  // does not spin for a rank that shares its CPU (coll/segment_wait.hpp). Stored as
+  // CPU + 1, so that the segment's zeroed pages read "not known yet" (-1).
+  struct alignas(64) Seat {
+    std::atomic<int32_t> cpu1;
+  };
+  void set_cpu(int cpu) { seat(rank_).cpu1.store(cpu + 1, std::memory_order_relaxed); }
+  int cpu_of(int rank) const { return seat(rank).cpu1.load(std::memory_order_relaxed) - 1; }
   void wake() {
     if (sleep_->sleepers.load(std::memory_order_relaxed) != 0) wake_all();
   }
@@ -93,8 +101,10 @@ class SharedSegment {
   }
   void wake_all();
   void sleep_on(uint32_t seen, int64_t ns);
+  Seat& seat(int rank) const { return seats_[rank]; }
   int rank_, n_;
   Sleep* sleep_ = nullptr;  // after the flags
+  Seat* seats_ = nullptr;   // after the sleepers' line
   size_t slot_stride_, chunk_bytes_;  // bytes per one-shot slot (0: none) and per chunk slot
   size_t bytes_ = 0;
   char* base_ = nullptr;

@@ -1,14 +1,17 @@
 // Waits: core::Backoff's phases (spin, yield, naps) on a quiet and on a busy
 // machine (core::Contention), the naps' growth, and the shared segment's futex
-// (a sleeper is woken by a raised flag long before its nap ends).
+// (a sleeper is woken by a raised flag long before its nap ends), the seats
+// (each rank's last CPU) and the segment waits' spin budget from them.
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstring>
 #include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "coll/segment_wait.hpp"
 #include "core/backoff.hpp"
 #include "core/contention.hpp"
 #include "net/shared_segment.hpp"
@@ -118,5 +121,52 @@ TEST(SharedSegmentSleep, RaisedFlagWakesASleeper) {
   seg.wake();
 }
 
+TEST(SharedSegmentSeat, EachRankHasItsOwnCpuWordApartFromFlagsAndSlots) {
+  std::string name;
+  // Rank 0 of 3 (the others never map it here): the seats of all 3 are zeroed pages.
+  SharedSegment seg(0, 3, 64, 128, [&](const std::string& n) { name = n; }, [&] { return name; }, [] {});
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(seg.cpu_of(r), -1) << "rank " << r;
+  seg.set_cpu(0);
+  EXPECT_EQ(seg.cpu_of(0), 0);
+  seg.set_cpu(5);
+  EXPECT_EQ(seg.cpu_of(0), 5);
+  EXPECT_EQ(seg.cpu_of(1), -1);
+  EXPECT_EQ(seg.cpu_of(2), -1);
+  // No flag, one-shot word or slot byte of any rank moved.
+  for (int r = 0; r < 3; ++r) {
+    for (int id = 0; id < SharedSegment::kFlags; ++id) EXPECT_EQ(seg.flag(r, id).v.load(), 0u);
+    for (int p = 0; p < 2; ++p) {
+      EXPECT_EQ(seg.seq(r, p).load(), 0u);
+      for (size_t b = 0; b < 128; ++b) ASSERT_EQ(seg.chunk_slot(r, p)[b], 0) << r << " " << p << " " << b;
+    }
+  }
+  // Writing every flag and slot of every rank leaves the seats alone.
+  for (int r = 0; r < 3; ++r) {
+    for (int id = 0; id < SharedSegment::kFlags; ++id) seg.flag(r, id).v.store(~uint64_t{0});
+    for (int p = 0; p < 2; ++p) {
+      seg.seq(r, p).store(~uint64_t{0});
+      std::memset(seg.slot(r, p), 0xff, seg.slot_bytes());
+      std::memset(seg.chunk_slot(r, p), 0xff, seg.chunk_bytes());
+    }
+  }
+  EXPECT_EQ(seg.cpu_of(0), 5);
+  EXPECT_EQ(seg.cpu_of(1), -1);
+}
+
 }  // namespace
 }  // namespace dccl::net
+
+namespace dccl::coll {
+namespace {
+
+TEST(SegmentSpin, NoSpinForARankOnThisCpu) {
+  EXPECT_EQ(segment_spin_us(50, 1, 1), 0);  // the rank waited for cannot run while this one spins
+  EXPECT_EQ(segment_spin_us(50, 0, 0), 0);
+  EXPECT_EQ(segment_spin_us(50, 0, 1), 50);  // another CPU: it answers within the spin
+  EXPECT_EQ(segment_spin_us(50, 1, -1), 50);  // not seen yet
+  EXPECT_EQ(segment_spin_us(50, -1, -1), 50);  // sched_getcpu failed, nobody seen: both unknown
+  EXPECT_EQ(segment_spin_us(0, 0, 1), 0);  // no budget stays none
+}
+
+}  // namespace
+}  // namespace dccl::coll
