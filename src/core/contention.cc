@@ -4,13 +4,20 @@
 #include <unistd.h>
 
 #include "core/host_sleepers.hpp"
+#include "core/log.hpp"
 
 namespace dccl::core {
 
 bool Contention::others_runnable_now() {
   int running = -1;
   const int asleep = HostSleepers::asleep_around([&] { running = nr_running(); });
-  return others_runnable(running, HostSleepers::local_ranks(), asleep);
+  const int ranks = HostSleepers::local_ranks();
+  if (!others_runnable(running, ranks, asleep)) return false;
+  // About a line a second: while marked, the waits do not yield and look again.
+  DCCL_INFO("busy CPUs: a yield lost a time slice with %d tasks runnable on this host, where %d of this job's "
+            "%d ranks here are asleep; waits sleep after their spin for the next %lld ms",
+            running, asleep, ranks, static_cast<long long>(std::chrono::milliseconds(kHold).count()));
+  return true;
 }
 
 int Contention::nr_running() {
