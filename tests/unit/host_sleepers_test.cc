@@ -87,7 +87,7 @@ TEST(HostSleepers, CountsThreadsTheKernelHasAsleepNotTheOnesThatRun) {
     while (!stop.load(std::memory_order_relaxed)) {
     }
   });
-  ASSERT_TRUE(eventually([&] { return taken(page) == 2; }));
+  EXPECT_TRUE(eventually([&] { return taken(page) == 2; }));  // (the threads are joined below either way)
   bool between = false;
   // The sleeper spends almost all its time in the kernel: seen asleep before and after.
   EXPECT_TRUE(eventually([&] { return HostSleepers::asleep_around([&] { between = true; }) == 1; }));
