@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "comm/communicator.hpp"
+#include "core/host_sleepers.hpp"
 #include "core/launcher.hpp"
 #include "core/log.hpp"
 #include "mem/backend.hpp"
@@ -68,6 +69,16 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   open_store(id, std::move(server), ns, deadline);
   std::string host_id;
   const int host_cores = learn_topology(&host_id);
+  // The board of this job's sleepers on this host (core/host_sleepers.hpp), unlinked
+  // once every rank here has mapped it: after the settings' exchange below.
+  struct Board {
+    std::string name;
+    bool opened = false;
+    ~Board() {
+      if (opened) core::HostSleepers::unlink(name);
+    }
+  } board{core::HostSleepers::board_name(std::string(id.secret.begin(), id.secret.end()) + ns, host_id)};
+  board.opened = core::HostSleepers::join(board.name, topo_.local_size);
   place_process();
   start_recorder(id, ns);
   // Decided before the transport is made, whose own waits take the same budget.

@@ -19,9 +19,11 @@
 // step. Each yield is timed to gather the evidence. The same holds where ranks
 // outnumber cores (no spin budget): 4 ranks over TCP on 2 cores beside 2 spinning
 // processes took 12-14 ms per 8 B allreduce while they yielded (every yield lost
-// a slice to a spinner) and 0.4-2 ms when they slept; the loaded VM's times
-// without spinners stayed within their spread. The kernel's default 50 us timer
-// slack applies to the naps.
+// a slice to a spinner) and 0.4-2 ms when they slept; a long yield behind the
+// job's own ranks does not count (core/contention.hpp), so on a quiet machine they
+// keep yielding. A nap marks its thread asleep on the host's board of the job's
+// sleepers (core/host_sleepers.hpp), which that count reads. The kernel's default
+// 50 us timer slack applies to the naps.
 #pragma once
 #include <sched.h>
 #include <time.h>
@@ -31,6 +33,7 @@
 #include <cstdint>
 
 #include "core/contention.hpp"
+#include "core/host_sleepers.hpp"
 
 namespace dccl::core {
 
@@ -64,6 +67,7 @@ class Backoff {
       Contention::yielded(now, Clock::now());
       return true;
     }
+    const HostSleepers::Asleep asleep;  // not runnable for the nap (core/host_sleepers.hpp)
     if (wakes) {
       nap(kMaxWakeNapNs);
       return true;

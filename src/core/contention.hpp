@@ -8,9 +8,18 @@
 // spin and yield phases and sleep in the kernel until what they wait for arrives
 // (core/backoff.hpp), which the scheduler answers with a prompt wake-up.
 // Process-wide: the busy processes slow every wait of this process alike.
+//
+// Where ranks outnumber cores a yield also waits behind a peer rank's slice (a
+// reduction, a copy), and sleeping then only adds wake-ups (4 ranks over TCP on 2
+// quiet cores: 1-4 MiB allreduce 1.2-1.7x slower when those yields marked the
+// process busy). So a long yield counts only when more tasks are runnable on the
+// host than the job's ranks there that are not asleep in a wait (others_runnable;
+// core/host_sleepers.hpp counts those), read only after a long yield.
 #pragma once
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 
 namespace dccl::core {
@@ -24,9 +33,22 @@ class Contention {
   static bool busy(Clock::time_point now) { return ticks(now) < until_.load(std::memory_order_relaxed); }
   // A yield that started at `before` returned at `after`.
   static void yielded(Clock::time_point before, Clock::time_point after) {
-    if (after - before >= kLongYield) until_.store(ticks(after + kHold), std::memory_order_relaxed);
+    if (after - before >= kLongYield && others_runnable_now()) mark(after);
   }
-  // For tests: forget the evidence, or invent it.
+  // Whether other work has the host's CPUs: `running` tasks runnable (the reader
+  // among them; < 0: unknown), `job_ranks` of the job's ranks on this host, of
+  // which `asleep` sleep in a wait. The job's runnable ranks are the others, and
+  // at least the reader itself. Unknown counts as busy, as before this check.
+  static bool others_runnable(int running, int job_ranks, int asleep) {
+    return running < 0 || running > std::max(job_ranks - asleep, 1);
+  }
+  // The same with this host's counts now (after a long yield only: it reads /proc).
+  static bool others_runnable_now();
+  // The host's runnable tasks (nr_running, /proc/loadavg's 4th field before the
+  // '/'), -1 when unknown; parse_nr_running reads it from that file's text.
+  static int nr_running();
+  static int parse_nr_running(const char* text, size_t len);
+  // The evidence, from `now` on for kHold; reset() forgets it (for tests).
   static void reset() { until_.store(0, std::memory_order_relaxed); }
   static void mark(Clock::time_point now) { until_.store(ticks(now + kHold), std::memory_order_relaxed); }
 

@@ -14,6 +14,7 @@
 #include "coll/segment_wait.hpp"
 #include "core/backoff.hpp"
 #include "core/contention.hpp"
+#include "core/host_sleepers.hpp"
 #include "net/shared_segment.hpp"
 
 namespace dccl::core {
@@ -86,12 +87,23 @@ TEST(Backoff, BusyMachineSleepsWithoutASpinBudget) {
 
 TEST(Contention, LongYieldsMarkTheMachineBusyForAWhile) {
   Contention::reset();
+  HostSleepers::use(nullptr, 1);  // one rank on this host: any other runnable task is other work
   const auto t0 = Clock::now();
   Contention::yielded(t0, t0 + microseconds(20));  // a peer rank handed the core back
   EXPECT_FALSE(Contention::busy(t0 + microseconds(30)));
-  Contention::yielded(t0, t0 + milliseconds(4));  // behind another process's time slice
-  EXPECT_TRUE(Contention::busy(t0 + milliseconds(5)));
-  EXPECT_FALSE(Contention::busy(t0 + milliseconds(4) + Contention::kHold + milliseconds(1)));
+  // A long yield while another thread spins: at least 2 tasks runnable (that one and
+  // this reader) where the job has 1 rank.
+  std::atomic<bool> stop{false};
+  std::thread spinner([&] {
+    while (!stop.load(std::memory_order_relaxed)) {
+    }
+  });
+  const auto t1 = Clock::now();
+  Contention::yielded(t1, t1 + milliseconds(4));
+  stop = true;
+  spinner.join();
+  EXPECT_TRUE(Contention::busy(t1 + milliseconds(5)));
+  EXPECT_FALSE(Contention::busy(t1 + milliseconds(4) + Contention::kHold + milliseconds(1)));
   Contention::reset();
 }
 
