@@ -4,6 +4,7 @@ and the emulated fabric of bench/compare-hosts --fabric against its measured run
   cloud_table()        allreduce busbw, one flow per peer against several, 100 Gbit/s NIC,
                        5 Gbit/s per flow (CLOUD's assumptions)
   against(rows, ...)   the model's busbw beside each measured row of runs.jsonl, and the error
+                       (with the emulator's cap buckets and the sprayed flows' queued window)
 """
 import json
 import math
@@ -93,8 +94,11 @@ def row_flows(variant, flows_var, default_flows):
     return default_flows if base in ("hier", "flat", "ring") else 1
 
 
-def leaf_of(hosts, leaves, h):
-    """dccl-run --fabric's leaf of host h: block-wise, the first hosts % leaves leaves one more."""
+def leaf_of(hosts, leaves, h, interleave=False):
+    """dccl-run --fabric's leaf of host h: block-wise, the first hosts % leaves leaves one more;
+    round-robin (h % leaves) with --interleave."""
+    if interleave:
+        return h % leaves
     per, extra = divmod(hosts, leaves)
     edge = extra * (per + 1)
     return h // (per + 1) if h < edge else extra + (h - edge) // per
@@ -121,21 +125,26 @@ def steps(op, algo, n, size):
     raise ValueError(f"no step model of {op} {algo}")
 
 
-def emulated_busbw(op, algo, hosts, leaves, spines, size, nic, cap, nflows, alpha, eff):
+def emulated_busbw(op, algo, hosts, leaves, spines, size, nic, cap, nflows, alpha, eff, buckets=0, window=0,
+                   interleave=False):
     """busbw (GB/s) of op on the emulated fabric: per step, the leaves whose hosts send to
     another leaf hash those flows over the spines (collision_slowdown, the most senders of
     any leaf, every such leaf at once); the rest cross only their leaf's bridge. Every
-    link runs at the NIC's rate (dccl-run shapes them all alike)."""
+    link runs at the NIC's rate (dccl-run shapes them all alike). buckets: the flow cap's
+    hash buckets a peer's flows fall into (0: a cap per flow; flows.capped_gbps); window:
+    bytes each sprayed flow keeps queued (0: none; flows.queue_us, once a call)."""
     t = 0.0
+    bw = flows.capped_gbps(nic, nflows, cap, buckets) * eff
     for m, dest in steps(op, algo, hosts, size):
         out = [0] * leaves
         for r in range(hosts):
-            if leaf_of(hosts, leaves, r) != leaf_of(hosts, leaves, dest(r)):
-                out[leaf_of(hosts, leaves, r)] += 1
+            if leaf_of(hosts, leaves, r, interleave) != leaf_of(hosts, leaves, dest(r), interleave):
+                out[leaf_of(hosts, leaves, r, interleave)] += 1
         senders, busy = max(out), sum(1 for c in out if c == max(out))
         slow = 1.0 if senders == 0 else flows.collision_slowdown(
             senders, nflows, spines, cap, nic, nic, rebalance=nflows > 1, leaves=busy)
-        t += alpha + cm.us(m, flows.peer_gbps(nic, nflows, cap) * eff / slow)
+        t += alpha + cm.us(m, bw / slow)
+    t += flows.queue_us(nflows, window, size / hosts, bw)
     factor = 2 if op == "all_reduce" else 1
     return size / (t * 1e3) * factor * (hosts - 1) / hosts
 
@@ -155,15 +164,24 @@ def row_algo(variant, op):
     return "ring"
 
 
-def predict_row(r, nflows):
-    """The model's busbw (GB/s) for one measured row (its net settings from compare-hosts)."""
+# Bytes each sprayed flow keeps queued: DirectCCL's window (net/sock/spray.hpp kWindowBytes).
+WINDOW = 512 << 10
+
+
+def predict_row(r, nflows, buckets=0, window=None):
+    """The model's busbw (GB/s) for one measured row (its net settings from compare-hosts).
+    buckets: the emulator's cap buckets a peer's flows hash into (0: a cap per flow); window:
+    bytes per sprayed flow, None: DirectCCL's (WINDOW), 0: no queue term. Only DirectCCL's rows
+    spray (one flow per peer queues nothing of its own)."""
     net = r["net"]
     nic, cap = parse_rate(net["rate"]), parse_rate(net.get("flow_rate"))
+    w = WINDOW if window is None else window
     return emulated_busbw(r["op"], row_algo(r["variant"], r["op"]), r["hosts"], net.get("leaves") or r["hosts"],
-                          net["spines"], r["size"], nic, cap, nflows, plan.LINK[0], CLOUD["efficiency"][0])
+                          net["spines"], r["size"], nic, cap, nflows, plan.LINK[0], CLOUD["efficiency"][0],
+                          buckets=buckets, window=w, interleave=bool(net.get("interleave")))
 
 
-def against(paths, flows_var, default_flows, min_size=1 << 20):
+def against(paths, flows_var, default_flows, min_size=1 << 20, buckets=0, window=0):
     """Markdown rows: measured median busbw, the model's, the error; and the errors by variant."""
     groups = {}
     for p in paths:
@@ -179,7 +197,7 @@ def against(paths, flows_var, default_flows, min_size=1 << 20):
     for (run, op, variant, size), rs in sorted(groups.items()):
         nf = row_flows(variant, flows_var, default_flows)
         meas = statistics.median(r["busbw_gbps"] for r in rs)
-        model = predict_row(rs[0], nf)
+        model = predict_row(rs[0], nf, buckets, window)
         e = (model - meas) / meas
         errs.setdefault(variant, []).append(e)
         out.append(f"| {run} | {op} | {variant} | {nf} | {size >> 20} MiB | {meas:.4f} | {model:.4f} | {e * 100:+.0f}% |")

@@ -17,6 +17,11 @@ A collective step ends when its slowest host has sent its bytes:
   - F flows with the bytes sprayed in chunks and rebalanced (a slower flow gets fewer
     chunks): the host moves at the sum of its flows' rates.
 
+Two terms for the emulated fabric (bench/results/2026-12-05-fabric-goals): there the cap is
+per hash bucket of the ports (capped_gbps: flows sharing a bucket share a cap), and a
+sprayed call keeps every flow's window queued until the end (queue_us: its last chunk
+waits behind them).
+
 collision_slowdown() is the expected step time over every hash of the flows, against
 the step without collisions (flows spread as evenly as the spines allow), enumerated
 exactly up to 4,096 hashes, sampled (seeded) above. Every leaf sends at once and hashes
@@ -39,6 +44,38 @@ def peer_gbps(nic_gbps, flows, cap_gbps=0.0, sharing=1):
     """A peer's bandwidth: its share of the NIC, or F flows at their cap (0: no cap)."""
     share = nic_gbps / sharing
     return share if cap_gbps <= 0 else min(share, flows * cap_gbps)
+
+
+def distinct_buckets(flows, buckets):
+    """P(D = d) for d = 0..flows: the distinct buckets `flows` flows occupy when each hashes
+    uniformly and independently into one of `buckets` (the occupancy distribution)."""
+    p = [1.0] + [0.0] * flows
+    for i in range(flows):  # flow i+1 lands in one of the d taken buckets or a new one
+        q = [0.0] * (flows + 1)
+        for d in range(i + 1):
+            q[d] += p[d] * d / buckets
+            q[d + 1] += p[d] * (buckets - d) / buckets
+        p = q
+    return p
+
+
+def capped_gbps(nic_gbps, flows, cap_gbps, buckets=0):
+    """peer_gbps where the cap is per hash bucket, not per flow (the emulator's htb classes:
+    flows in one bucket share one cap): the expected min(NIC, D x cap) over the buckets D the
+    flows occupy, their bytes sprayed so that each bucket runs full. buckets 0: a cap per flow."""
+    if cap_gbps <= 0 or buckets <= 0:
+        return peer_gbps(nic_gbps, flows, cap_gbps)
+    return sum(pd * min(nic_gbps, d * cap_gbps) for d, pd in enumerate(distinct_buckets(flows, buckets)))
+
+
+def queue_us(flows, window_bytes, step_bytes, gbps):
+    """What a call of sprayed flows loses to the bytes it keeps queued: each flow holds up to
+    its window (counted until the peer acknowledges, so it waits in the network's queues),
+    and the call's last chunk waits behind them: min(flows x window, a step's bytes) at the
+    peer's rate, once a call. One flow (not sprayed) or no window: 0."""
+    if flows <= 1 or window_bytes <= 0:
+        return 0.0
+    return min(flows * window_bytes, step_bytes) / (gbps * 1e3)
 
 
 def waterfill(spine_of, host_of, cap, nic, uplink):

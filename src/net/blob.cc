@@ -12,8 +12,10 @@
 namespace dccl::net {
 
 namespace {
-constexpr char kMagic[4] = {'D', 'N', 'B', '3'};
+constexpr char kMagic[4] = {'D', 'N', 'B', '4'};
+constexpr char kMagicV3[4] = {'D', 'N', 'B', '3'};  // before flows: still read
 constexpr char kMagicV2[4] = {'D', 'N', 'B', '2'};  // before rails: still read
+constexpr size_t kMaxFlowAddrs = 255;  // further flows of one endpoint (u8)
 constexpr size_t kMaxEndpoints = 40;  // shm + up to 16 rails, with room (the blob stays < kMaxBlobBytes)
 
 void put_str(std::string& out, const std::string& s) {
@@ -74,7 +76,16 @@ std::string Blob::encode() const {
   put_le(out, static_cast<uint32_t>(local_size < 0 ? 0 : local_size), 4);
   put_le(out, stripe_bytes, 8);
   for (size_t i = 0; i < endpoints.size(); ++i) put_str(out, rail_name(i));
-  if (!sock.empty()) put_str(out, sock);
+  put_str(out, sock);
+  if (!flow_addrs.empty() && flow_addrs.size() != endpoints.size())
+    core::raise(dcclInternalError, "transport blob: flow addresses do not match the endpoints");
+  out.push_back(static_cast<char>(flows < 0 ? 0 : flows > 255 ? 255 : flows));
+  for (size_t i = 0; i < endpoints.size(); ++i) {
+    const size_t k = i < flow_addrs.size() ? flow_addrs[i].size() : 0;
+    if (k > kMaxFlowAddrs) core::raise(dcclInternalError, "transport blob: too many flows on one endpoint");
+    out.push_back(static_cast<char>(k));
+    for (size_t f = 0; f < k; ++f) put_str(out, flow_addrs[i][f]);
+  }
   if (out.size() > kMaxBlobBytes)
     core::raise(dcclInternalError, "transport blob of " + std::to_string(out.size()) + " bytes exceeds " +
                                        std::to_string(kMaxBlobBytes));
@@ -84,7 +95,8 @@ std::string Blob::encode() const {
 Blob Blob::decode(const std::string& bytes, const std::string& whose) {
   Reader r{bytes, whose};
   if (bytes.size() > kMaxBlobBytes || bytes.size() < sizeof(kMagic)) r.bad();
-  const bool v3 = bytes.compare(0, sizeof(kMagic), kMagic, sizeof(kMagic)) == 0;
+  const bool v4 = bytes.compare(0, sizeof(kMagic), kMagic, sizeof(kMagic)) == 0;
+  const bool v3 = v4 || bytes.compare(0, sizeof(kMagicV3), kMagicV3, sizeof(kMagicV3)) == 0;
   if (!v3 && bytes.compare(0, sizeof(kMagicV2), kMagicV2, sizeof(kMagicV2)) != 0) r.bad();
   r.pos = sizeof(kMagic);
   Blob b;
@@ -111,7 +123,15 @@ Blob Blob::decode(const std::string& bytes, const std::string& whose) {
     b.local_size = static_cast<int>(ls);
     b.stripe_bytes = r.le(8);
     for (size_t i = 0; i < n; ++i) b.rails.push_back(r.str());
-    if (r.pos < bytes.size()) b.sock = r.str();
+    if (v4 || r.pos < bytes.size()) b.sock = r.str();
+  }
+  if (v4) {
+    b.flows = static_cast<int>(r.u8());
+    b.flow_addrs.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      const size_t k = r.u8();
+      for (size_t f = 0; f < k; ++f) b.flow_addrs[i].push_back(r.str());
+    }
   }
   if (r.pos != bytes.size()) r.bad();
   return b;

@@ -75,6 +75,11 @@ class FabricTransport final : public LinkTransport {
  private:
   bool open(const std::string& prov, std::string* why);
   bool open_rails(const std::string& prov, std::string* why);
+  // Flows (net/rails.hpp): how many endpoints per rail of `prov` this rank opens; the
+  // further ones opened after a rail's first; a rail's flows in order, from its first.
+  int flows_wanted(const std::string& prov) const;
+  void open_flows(const std::string& prov, const ProviderInfo& spare, const std::string& rail);
+  std::vector<Endpoint*> flows_of(const Endpoint* lead) const;
   [[noreturn]] void unavailable(const std::string& what) const;
 
   // Whether `prov` may carry the job's data as it is (net/fabric/provider.hpp's table).
@@ -86,7 +91,9 @@ class FabricTransport final : public LinkTransport {
   std::string forced_;  // "" = automatic
   std::vector<std::string> ifnames_;  // DCCL_NET_IFNAME
   Blob self_;
-  std::vector<std::unique_ptr<Endpoint>> eps_;  // shm and/or the network provider's rails, in rail order
+  // shm and/or the network provider's rails, in rail order, each followed by its further
+  // flows (Endpoint::flow() > 0)
+  std::vector<std::unique_ptr<Endpoint>> eps_;
   std::vector<Blob> blobs_;  // every rank's, for topology()
   std::map<fi_addr_t, int> pidfds_;  // same-host shm peers' processes
   std::vector<ShmPeer> shm_peers_;  // fixed after connect(): read by peers_failed()

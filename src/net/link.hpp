@@ -58,6 +58,10 @@ class Link {
   // peer's message for it arrived with another length, "; call mismatch: ..." when it
   // came from a call that differs (net/transport.hpp call_mismatch_note), else "".
   virtual std::string mismatch_note(const Request& r) const = 0;
+  // For a request (send or receive) posted here that is taking too long: where its
+  // parts wait when the link spreads them ("; pieces still pending on tcp;ofi_rxm on
+  // eth0, flow 3 of 8"), else "".
+  virtual std::string pending_note(const Request& /*r*/) const { return ""; }
   // Sleeps up to `ns` nanoseconds, less as soon as the engine has something to do;
   // false when it cannot (the transport then sleeps the whole time).
   virtual bool nap(int64_t /*ns*/) { return false; }

@@ -1,6 +1,7 @@
 #include "net/rails.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <map>
 
@@ -153,7 +154,51 @@ PairPlan plan_pair(const Blob& a, int rank_a, const Blob& b, int rank_b, const s
     p.lanes = rails;
     p.stripe_min = std::max(a.stripe_bytes, b.stripe_bytes);
   }
+  // Flows: the fewest either end opened on the rails the pair uses.
+  const std::vector<size_t> ea = a.rails_of(p.provider), eb = b.rails_of(p.provider);
+  int open_a = kMaxFabricFlows, open_b = kMaxFabricFlows;
+  for (int i = 0; i < rails; ++i) {
+    if (p.lanes < 2 && i != p.home) continue;
+    open_a = std::min(open_a, a.flows_on(ea[static_cast<size_t>(i)]));
+    open_b = std::min(open_b, b.flows_on(eb[static_cast<size_t>(i)]));
+  }
+  p.flows = pair_flows(a.flows, b.flows, p.provider, a.same_host(b), open_a, open_b);
   return p;
+}
+
+int flows_to_open(int wish, const std::string& provider, bool all_local) {
+  if (provider == kShmProvider) return 1;
+  if (wish > 0) return std::min(wish, kMaxFabricFlows);
+  return provider == kTcpProvider && !all_local ? kFabricRemoteFlows : 1;
+}
+
+int pair_flows(int wish_a, int wish_b, const std::string& provider, bool same_host, int open_a, int open_b) {
+  const int f = std::min({flows_to_open(wish_a, provider, same_host), flows_to_open(wish_b, provider, same_host),
+                          open_a, open_b});
+  return std::max(f, 1);
+}
+
+std::vector<std::pair<int, int>> spread_lanes(const PairPlan& p) {
+  std::vector<std::pair<int, int>> out;
+  if (p.lanes < 2 && p.flows < 2) return out;
+  for (int f = 0; f < p.flows; ++f) {
+    if (p.lanes < 2) out.emplace_back(p.home, f);
+    else
+      for (int i = 0; i < p.lanes; ++i) out.emplace_back(i, f);
+  }
+  return out;
+}
+
+WireCut spread_cut(const PairPlan& p, size_t part) {
+  WireCut c;
+  c.part = part;
+  c.lanes = static_cast<int>(spread_lanes(p).size());
+  if (c.lanes < 2) return WireCut{part, 1, 0, 0};
+  c.home = p.lanes >= 2 ? p.home : 0;
+  uint64_t min = p.lanes >= 2 ? p.stripe_min : 0;
+  if (p.flows >= 2) min = std::max<uint64_t>(min, kFlowsMinBytes);
+  c.stripe_min = min;
+  return c;
 }
 
 size_t WireCut::stripe_piece(size_t part_len, int lanes) {
@@ -216,6 +261,9 @@ std::vector<std::string> topology_lines(const std::vector<Blob>& blobs, const st
             what += yn == xn ? " on rail " + nm(xn) : " on rails " + nm(xn) + " -> " + nm(yn);
           }
         }
+        if (p.flows >= 2)
+          what += ", " + std::to_string(p.flows) + " flows per rail (parts >= " +
+                  bytes_text(spread_cut(p, SIZE_MAX).stripe_min) + " cut over them)";
       } catch (const core::Error& e) {
         what = "none: " + std::string(e.what());
       }

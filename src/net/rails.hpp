@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "net/blob.hpp"
@@ -16,6 +17,27 @@ namespace dccl::net {
 inline constexpr int kMaxRails = 16;
 // Striped pieces start on this alignment (pages): both ends derive it from the length.
 inline constexpr size_t kStripeAlign = 4096;
+
+// Flows: endpoints per rail, each its own connection (for tcp, its own source and
+// destination ports, so that multipath hashing and per-flow rate caps tell them
+// apart). DCCL_NET_FLOWS, as for the socket path: 0 is automatic, per provider:
+// tcp;ofi_rxm across hosts kFabricRemoteFlows (on a leaf-spine fabric with a per-flow
+// cap of a quarter of the link, 8 reach half the link, 2.2x one flow, which stays at
+// the cap: bench/results/2026-12-05-fi-flows); shm 1
+// always (one host: no paths to spread over); efa 1 (SRD sprays each connection's
+// packets over paths itself); every other provider 1. A set number is used as it is
+// (up to kMaxFabricFlows), except on shm.
+inline constexpr int kMaxFabricFlows = 16;
+inline constexpr int kFabricRemoteFlows = 8;
+// Messages below this go whole on flow 0 (their latency does not change).
+inline constexpr size_t kFlowsMinBytes = size_t{256} << 10;
+// Endpoints a rank opens per rail of `provider`: for `wish` (DCCL_NET_FLOWS); all_local:
+// no peer is known to be on another host (the automatic number is then 1).
+int flows_to_open(int wish, const std::string& provider, bool all_local);
+// The pair's flows per rail: each end's wish resolved for the pair (automatic:
+// flows_to_open's rule, same_host telling), the smaller, and no more than either
+// end opened (open_a, open_b).
+int pair_flows(int wish_a, int wish_b, const std::string& provider, bool same_host, int open_a, int open_b);
 
 // One interface (libfabric domain) the network provider offers on this host.
 struct OfferedRail {
@@ -53,6 +75,7 @@ struct PairPlan {
   int home = 0;          // rail index (at both ends) for everything not striped
   int lanes = 1;         // >= 2: parts of at least stripe_min bytes go over rails [0, lanes)
   uint64_t stripe_min = 0;
+  int flows = 1;         // flows per rail (pair_flows); >= 2: large parts cut over them too
 };
 
 // Provider: the forced one if any; else shm when both ranks are on one host and
@@ -62,6 +85,7 @@ struct PairPlan {
 // Striping: not over shm, both ranks alone on their hosts (local size 1), both with
 // striping on (stripe bytes > 0) and >= 2 rails: lanes = the smaller rail count,
 // stripe_min = the larger of their stripe sizes.
+// Flows: pair_flows over the rails the pair uses (the fewest either end opened on them).
 // Throws core::Error(dcclUnavailable) when the two have no provider in common.
 PairPlan plan_pair(const Blob& a, int rank_a, const Blob& b, int rank_b, const std::string& forced);
 
@@ -101,6 +125,14 @@ struct WireCut {
   // ceil(part_len / lanes) rounded up to kStripeAlign (so at most `lanes` pieces).
   static size_t stripe_piece(size_t part_len, int lanes);
 };
+
+// The endpoints a pair cuts its large parts over, as (rail, flow): flow-major over the
+// pair's rails (the striped ones, else the home rail), so that lane `home` of the cut
+// is (home rail, flow 0). Empty when the plan cuts nothing (one rail, one flow).
+std::vector<std::pair<int, int>> spread_lanes(const PairPlan& p);
+// The pair's wire cut over those lanes: parts of `part` bytes, cut when at least the
+// stripe size (striped) and kFlowsMinBytes (several flows).
+WireCut spread_cut(const PairPlan& p, size_t part);
 
 // "eth0+eth1" for rails [0, n) of `names` ("rail k" where a name is unknown).
 std::string rail_list(const std::vector<std::string>& names, int n);

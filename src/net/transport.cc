@@ -140,7 +140,9 @@ void LinkTransport::wait(Request* const* reqs, size_t n, const std::string& what
   size_t count = 0;
   for (size_t i = first; i < n; ++i) {
     if (!reqs[i] || reqs[i]->done.load(std::memory_order_acquire)) continue;
-    if (count++ < 8) pending += (pending.empty() ? "" : ", ") + describe_req(*reqs[i]) + mismatch_note(*reqs[i]);
+    if (count++ < 8)
+      pending += (pending.empty() ? "" : ", ") + describe_req(*reqs[i]) + mismatch_note(*reqs[i]) +
+                 (reqs[i]->link ? reqs[i]->link->pending_note(*reqs[i]) : std::string());
   }
   if (count > 8) pending += " and " + std::to_string(count - 8) + " more";
   core::raise(dcclTimeout, core::describe(opts_.rank, what,

@@ -70,9 +70,15 @@ FabricTransport::FabricTransport(const TransportOptions& o) : LinkTransport(o) {
                 why_tcp.c_str());
   }
   std::vector<std::string> tcp_ips, tcp_rails;
+  self_.flows = std::clamp(o.flows, 0, 255);
   for (auto& ep : eps_) {
+    if (ep->flow() > 0) {  // a further flow of the endpoint before it
+      self_.flow_addrs.back().push_back(ep->address());
+      continue;
+    }
     self_.endpoints.emplace_back(ep->provider(), ep->address());
     self_.rails.push_back(ep->rail());
+    self_.flow_addrs.emplace_back();
     if (ep->provider() != kTcpProvider) continue;
     tcp_ips.push_back(sockaddr_ip(ep->address()));
     tcp_rails.push_back(ep->rail());
@@ -80,6 +86,7 @@ FabricTransport::FabricTransport(const TransportOptions& o) : LinkTransport(o) {
   for (const auto& [rail, addr] : unopened_) {
     self_.endpoints.emplace_back(kTcpProvider, addr);
     self_.rails.push_back(rail);
+    self_.flow_addrs.emplace_back();
     tcp_ips.push_back(sockaddr_ip(addr));
     tcp_rails.push_back(rail);
   }
@@ -130,6 +137,7 @@ bool FabricTransport::open_rails(const std::string& prov, std::string* why) {
   std::string names;
   for (auto& r : rails) {
     const bool hmem = r.info.hmem;
+    const ProviderInfo spare = flows_wanted(prov) > 1 ? duplicate(r.info) : ProviderInfo{};
     try {
       eps_.push_back(std::make_unique<Endpoint>(prov, std::move(r.info), opts_.rank, opts_.nranks,
                                                 opts_.max_part_bytes, r.name));
@@ -146,6 +154,7 @@ bool FabricTransport::open_rails(const std::string& prov, std::string* why) {
     if (opts_.want_hmem)
       DCCL_INFO("net: %s opened %s FI_HMEM", eps_.back()->label().c_str(),
                 hmem ? "with" : "without (the provider does not offer it)");
+    open_flows(prov, spare, r.name);
   }
   if (names.empty()) return false;
   DCCL_INFO("net: %s rails of rank %d (local rank %d): %s%s", prov.c_str(), opts_.rank, self_.local_rank,
@@ -158,6 +167,7 @@ bool FabricTransport::open_rails(const std::string& prov, std::string* why) {
 bool FabricTransport::open(const std::string& prov, std::string* why) {
   ProviderInfo pi = find_provider(prov, why, opts_.want_hmem);
   if (!pi.info) return false;
+  const ProviderInfo spare = flows_wanted(prov) > 1 ? duplicate(pi) : ProviderInfo{};
   try {
     eps_.push_back(std::make_unique<Endpoint>(prov, std::move(pi), opts_.rank, opts_.nranks,
                                               opts_.max_part_bytes));
@@ -165,12 +175,52 @@ bool FabricTransport::open(const std::string& prov, std::string* why) {
     *why = e.what();
     return false;
   }
+  open_flows(prov, spare, "");
   if (opts_.want_hmem)
     DCCL_INFO("net: %s opened %s FI_HMEM", prov.c_str(),
               eps_.back()->hmem() ? "with" : "without (the provider does not offer it)");
   if (eps_.back()->max_part() < (size_t(1) << 40))
     DCCL_INFO("net: %s splits messages above %zu bytes", prov.c_str(), eps_.back()->max_part());
   return true;
+}
+
+int FabricTransport::flows_wanted(const std::string& prov) const {
+  // Automatic flows only where some peer is known to be on another host: each further
+  // endpoint costs its opening (a fabric and domain of its own) and closing.
+  const bool all_local = opts_.local_size <= 0 || opts_.local_size >= opts_.nranks;
+  return flows_to_open(opts_.flows, prov, all_local);
+}
+
+// The rail's further flows, after its first endpoint (eps_.back()): endpoints opened
+// alike, each with its own address (for tcp, its own port). One that cannot be
+// opened ends the rail's flows there, with a warning: the pair takes the fewer.
+void FabricTransport::open_flows(const std::string& prov, const ProviderInfo& spare, const std::string& rail) {
+  const int want = flows_wanted(prov);
+  if (want < 2 || !spare.info) return;
+  Endpoint* lead = eps_.back().get();
+  int opened = 1;
+  for (; opened < want; ++opened) {
+    try {
+      eps_.push_back(std::make_unique<Endpoint>(prov, duplicate(spare), opts_.rank, opts_.nranks,
+                                                opts_.max_part_bytes, rail));
+    } catch (const core::Error& e) {
+      DCCL_WARN("net: %s: %d of %d flows opened, the next one cannot be: %s", lead->rail_label().c_str(), opened,
+                want, e.what());
+      break;
+    }
+  }
+  const size_t first = eps_.size() - static_cast<size_t>(opened);
+  for (int f = 0; f < opened; ++f) eps_[first + static_cast<size_t>(f)]->set_flow(f, opened);
+}
+
+std::vector<Endpoint*> FabricTransport::flows_of(const Endpoint* lead) const {
+  std::vector<Endpoint*> out;
+  for (size_t i = 0; i < eps_.size(); ++i) {
+    if (eps_[i].get() != lead) continue;
+    out.push_back(eps_[i].get());
+    for (size_t j = i + 1; j < eps_.size() && eps_[j]->flow() > 0; ++j) out.push_back(eps_[j].get());
+  }
+  return out;
 }
 
 void FabricTransport::unavailable(const std::string& what) const {
@@ -198,7 +248,7 @@ std::string FabricTransport::hmem_missing() const {
   std::vector<std::string> provs, rails;
   size_t count = 0;
   for (const auto& ep : eps_) {
-    if (ep->hmem()) continue;
+    if (ep->hmem() || ep->flow() > 0) continue;
     ++count;
     if (std::find(provs.begin(), provs.end(), ep->provider()) == provs.end()) provs.push_back(ep->provider());
     if (!ep->rail().empty()) rails.push_back(ep->rail());

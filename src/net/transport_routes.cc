@@ -31,7 +31,7 @@ void FabricTransport::connect(const std::vector<std::string>& blobs, std::chrono
   auto mine = [&](const std::string& prov) {
     std::vector<Endpoint*> v;
     for (auto& ep : eps_)
-      if (ep->provider() == prov) v.push_back(ep.get());
+      if (ep->provider() == prov && ep->flow() == 0) v.push_back(ep.get());
     return v;
   };
   // A peer's plan: its rails (the home one carries what is not striped), the pair's
@@ -42,8 +42,9 @@ void FabricTransport::connect(const std::vector<std::string>& blobs, std::chrono
   };
   struct Plan {
     Lane home;
-    std::vector<Lane> lanes;  // striped pairs: rails [0, lanes), home among them; else empty
+    std::vector<Lane> lanes;  // spread pairs (net/rails.hpp spread_lanes): rails x flows; else empty
     WireCut cut;
+    int rails = 1, flows = 1;
     bool sock = false;
     bool sock_only = false;
   };
@@ -51,7 +52,7 @@ void FabricTransport::connect(const std::vector<std::string>& blobs, std::chrono
   std::map<const Endpoint*, int> users;
   std::map<std::string, int> peers_of;  // provider -> ranks routed through it
   std::map<std::string, int> home_of;   // rail label -> ranks whose home rail it is
-  int striped = 0;
+  int striped = 0, max_flows_fi = 1;
   std::string stripe_rails;
   std::vector<std::pair<int, std::string>> sock_peers(blobs.size(), {-1, std::string()});
   std::vector<bool> same_host(blobs.size(), false);  // the socket path's flows: one to a peer on this host
@@ -103,23 +104,33 @@ void FabricTransport::connect(const std::vector<std::string>& blobs, std::chrono
     }
     const std::vector<Endpoint*> eps = mine(plan.provider);
     const std::vector<size_t> theirs = b.rails_of(plan.provider);
-    auto lane = [&](int i) {
+    // Flow f of rail i: this rank's endpoint and the peer's address on it.
+    auto lane = [&](int i, int f) {
       Lane l;
-      l.ep = eps[static_cast<size_t>(i)];
-      l.addr = l.ep->insert(b.endpoints[theirs[static_cast<size_t>(i)]].second, static_cast<int>(r));
+      const std::vector<Endpoint*> flows = flows_of(eps[static_cast<size_t>(i)]);
+      if (f >= static_cast<int>(flows.size()))
+        core::raise(dcclInternalError, core::describe(rank, "connect", "flow " + std::to_string(f + 1) +
+                                                                           " of rail " + std::to_string(i) +
+                                                                           " was not opened"));
+      l.ep = flows[static_cast<size_t>(f)];
+      l.addr = l.ep->insert(b.flow_address(theirs[static_cast<size_t>(i)], f), static_cast<int>(r));
       ++users[l.ep];
       return l;
     };
-    rt.home = lane(plan.home);
-    if (plan.lanes >= 2) {
-      rt.cut.part = SIZE_MAX;
-      for (int i = 0; i < plan.lanes; ++i) {
-        rt.lanes.push_back(i == plan.home ? rt.home : lane(i));
-        rt.cut.part = std::min(rt.cut.part, rt.lanes.back().ep->max_part());
+    rt.home = lane(plan.home, 0);
+    const std::vector<std::pair<int, int>> spread = spread_lanes(plan);
+    if (!spread.empty()) {
+      size_t part = SIZE_MAX;
+      for (const auto& [i, f] : spread) {
+        rt.lanes.push_back(i == plan.home && f == 0 ? rt.home : lane(i, f));
+        part = std::min(part, rt.lanes.back().ep->max_part());
       }
-      rt.cut.lanes = plan.lanes;
-      rt.cut.stripe_min = plan.stripe_min;
-      rt.cut.home = plan.home;
+      rt.cut = spread_cut(plan, part);
+      rt.rails = plan.lanes;
+      rt.flows = plan.flows;
+      max_flows_fi = std::max(max_flows_fi, plan.flows);
+    }
+    if (plan.lanes >= 2) {
       ++striped;
       std::vector<std::string> names;
       for (const Endpoint* ep : eps) names.push_back(ep->rail());
@@ -170,7 +181,8 @@ void FabricTransport::connect(const std::vector<std::string>& blobs, std::chrono
     if (!p.lanes.empty()) {
       std::vector<std::unique_ptr<FabricLink>> lanes;
       for (const Lane& l : p.lanes) lanes.push_back(std::make_unique<FabricLink>(l.ep, l.addr));
-      auto s = std::make_unique<StripedLink>(rank, static_cast<int>(r), std::move(lanes), p.cut, stripe_order);
+      auto s = std::make_unique<StripedLink>(rank, static_cast<int>(r), std::move(lanes), p.cut, stripe_order,
+                                             p.rails, p.flows);
       out.large_min = s->stripe_min();
       out.large = s.get();
       links.push_back(std::move(s));
@@ -213,6 +225,8 @@ void FabricTransport::connect(const std::vector<std::string>& blobs, std::chrono
   int max_flows = 1;
   for (size_t r = 0; sock_ && r < routes.size(); ++r) max_flows = std::max(max_flows, sock_->flows(static_cast<int>(r)));
   if (max_flows > 1) log += "; up to " + std::to_string(max_flows) + " socket flows per peer (DCCL_NET_FLOWS)";
+  if (max_flows_fi > 1)
+    log += "; up to " + std::to_string(max_flows_fi) + " libfabric flows per peer and rail (DCCL_NET_FLOWS)";
   if (sock_only)
     log += "; every message to " + std::to_string(sock_only) +
            " of them over DirectCCL's authenticated socket path (the network is not trusted: DCCL_TRUST_NETWORK=0)";

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -89,13 +90,19 @@ void exchange_messages(int rank, Transport& t, const std::vector<size_t>& lens, 
   }
 }
 
-// "tcp;ofi_rxm on lo: sent N bytes, ..." -> N for the rail, -1 when not listed.
+// "tcp;ofi_rxm on lo: sent N bytes, ..." (or "tcp;ofi_rxm on lo, flow F of M: sent N
+// bytes, ...", one line per flow) -> N for the rail, summed over its flows; -1 when
+// not listed.
 long long sent_on(const Transport& t, const std::string& rail) {
+  long long sum = -1;
   for (const auto& line : t.rail_counters()) {
-    const std::string head = std::string(kTcpProvider) + " on " + rail + ": sent ";
-    if (line.rfind(head, 0) == 0) return std::stoll(line.substr(head.size()));
+    const std::string head = std::string(kTcpProvider) + " on " + rail;
+    if (line.rfind(head + ":", 0) != 0 && line.rfind(head + ", flow ", 0) != 0) continue;
+    const size_t at = line.find(": sent ");
+    if (at == std::string::npos) continue;
+    sum = std::max(sum, 0LL) + std::stoll(line.substr(at + 7));
   }
-  return -1;
+  return sum;
 }
 
 TEST(TransportRails, UnknownInterfaceFailsNamingWhatExists) {

@@ -126,6 +126,38 @@ class BusBandwidth(unittest.TestCase):
         got = fabric.emulated_busbw("all_gather", "bruck", 4, 2, 2, 16 * MIB, 0.125, 0.0, 1, 0.0, 1.0)
         self.assertAlmostEqual(got, want, places=12)
 
+    def test_queued_window_once_a_call(self):
+        # 8 sprayed flows of 512 KiB hold 4 MiB: the call ends 4 MiB / 125 B/us later.
+        self.assertAlmostEqual(flows.queue_us(8, 512 << 10, 4 * MIB, 0.125), 4 * MIB / 125, places=9)
+        self.assertAlmostEqual(flows.queue_us(8, 1 << 20, 4 * MIB, 0.125), 4 * MIB / 125, places=9)  # a step's bytes at most
+        self.assertEqual(flows.queue_us(1, 512 << 10, 4 * MIB, 0.125), 0.0)  # one flow is not sprayed
+        t = 3 * (10 + 4 * MIB / 125) + 8 * (128 << 10) / 125
+        got = fabric.emulated_busbw("all_gather", "ring", 4, 4, 2, 16 * MIB, 0.125, 0.03125, 8, 10.0, 1.0,
+                                    window=128 << 10)
+        self.assertAlmostEqual(got, 16 * MIB / (t * 1e3) * 3 / 4, places=12)
+        r = {"op": "all_gather", "hosts": 4, "variant": "hier", "size": 16 * MIB,
+             "net": {"rate": "1gbit", "spines": 2, "leaves": None, "flow_rate": "250mbit"}}
+        t = 3 * (fabric.plan.LINK[0] + 4 * MIB / (125 * 0.95)) + 8 * (512 << 10) / (125 * 0.95)
+        self.assertAlmostEqual(fabric.predict_row(r, 8, window=None), 16 * MIB / (t * 1e3) * 3 / 4, places=12)
+
+    def test_cap_buckets_shared(self):
+        # 2 flows into 4 buckets: the same one 1 time in 4; 3 flows into 2: all in one 2 in 8.
+        self.assertEqual([round(x, 12) for x in flows.distinct_buckets(2, 4)], [0, 0.25, 0.75])
+        self.assertEqual([round(x, 12) for x in flows.distinct_buckets(3, 2)], [0, 0.25, 0.75, 0])
+        self.assertAlmostEqual(flows.capped_gbps(1.0, 2, 0.25, 4), 0.25 * 0.25 + 0.75 * 0.5, places=12)
+        self.assertAlmostEqual(flows.capped_gbps(1.0, 8, 0.25, 0), 1.0, places=12)  # a cap per flow
+        # 4 flows over 8 buckets fill a link of 4 caps only when all 4 differ: 8*7*6*5 / 8^4.
+        p4 = 8 * 7 * 6 * 5 / 8 ** 4
+        self.assertAlmostEqual(flows.distinct_buckets(4, 8)[4], p4, places=12)
+
+    def test_interleaved_ring_collides(self):
+        # 4 hosts round-robin over 2 leaves: every ring hop crosses, each leaf sends 2
+        # flows over 2 spines at once (expected 1.75x, as halving-doubling's first step).
+        self.assertEqual([fabric.leaf_of(4, 2, h, True) for h in range(4)], [0, 1, 0, 1])
+        t = 6 * 4 * MIB / 125 * 1.75
+        got = fabric.emulated_busbw("all_reduce", "ring", 4, 2, 2, 16 * MIB, 0.125, 0.0, 1, 0.0, 1.0, interleave=True)
+        self.assertAlmostEqual(got, 16 * MIB / (t * 1e3) * 1.5, places=12)
+
     def test_algorithm_of_a_row(self):
         self.assertEqual(fabric.row_algo("gloo", "all_reduce"), "ring")
         v = "hier@DCCL_ALGO=allreduce:rhd,allgather:bruck@DCCL_NET_FLOWS=1"

@@ -3,6 +3,7 @@
 #   - block-wise placement (5 ranks on 3 hosts: 2+2+1), explicit A+B+..., and
 #     DCCL_LOCAL_RANK / DCCL_LOCAL_SIZE per emulated host;
 #   - hostname dccl-h<h>, eth<r> = 198.18.<r>.<h+1>/24 per rail, loopback up;
+#   - on --fabric, host h in its leaf's subnet, block-wise or --interleave'd;
 #   - a tbf qdisc on eth<r> with --rate, its MTU with --mtu;
 #   - usage errors (exit 2) and a one-line reason without root (exit 1).
 # usage: layout.sh DCCL_RUN. Exit 77 (skipped) where hosts cannot be emulated.
@@ -37,6 +38,16 @@ expect "--hosts 1+3 --rails 2 --rate 1gbit --mtu 9000" \
   "[1] rank=1/4 local=0/3 host=dccl-h1 lo=1 addr=eth0=198.18.0.2/24 eth1=198.18.1.2/24  qdisc=tbf mtu=9000" \
   "[3] rank=3/4 local=2/3 host=dccl-h1 lo=1 addr=eth0=198.18.0.2/24 eth1=198.18.1.2/24  qdisc=tbf mtu=9000"
 
+# The fabric: hosts block-wise under the leaves (0, 1 under leaf 0), or with
+# --interleave round-robin (host h under leaf h % 2), each in its leaf's subnet.
+expect "--hosts 4 -n 4 --fabric --leaves 2" \
+  "[1] rank=1/4 local=0/1 host=dccl-h1 lo=1 addr=eth0=198.18.0.2/24  qdisc=noqueue mtu=1500" \
+  "[2] rank=2/4 local=0/1 host=dccl-h2 lo=1 addr=eth0=198.18.1.3/24  qdisc=noqueue mtu=1500"
+expect "--hosts 4 -n 4 --fabric --leaves 2 --interleave" \
+  "[1] rank=1/4 local=0/1 host=dccl-h1 lo=1 addr=eth0=198.18.1.2/24  qdisc=noqueue mtu=1500" \
+  "[2] rank=2/4 local=0/1 host=dccl-h2 lo=1 addr=eth0=198.18.0.3/24  qdisc=noqueue mtu=1500" \
+  "[3] rank=3/4 local=0/1 host=dccl-h3 lo=1 addr=eth0=198.18.1.4/24  qdisc=noqueue mtu=1500"
+
 usage() {  # usage "DCCL-RUN OPTIONS" "part of the message"
   local out
   out=$($run $1 true 2>&1)
@@ -53,7 +64,7 @@ usage "-n 2 --rails 2" "--rails, --rate, --mtu, --fabric, --no-default-route and
 usage "-n 2 --mtu 9000" "--rails, --rate, --mtu, --fabric, --no-default-route and --keep-net need --hosts"
 usage "--hosts 2 -n 2 --mtu 100" "--mtu needs a number of bytes from 576 to 65535"
 usage "--hosts 2 -n 2 --rails 0" "--rails needs a number of interfaces from 1 to 16"
-usage "--hosts 2 -n 2 --spines 2" "--spines, --leaves and --flow-rate need --fabric"
+usage "--hosts 2 -n 2 --spines 2" "--spines, --leaves, --interleave and --flow-rate need --fabric"
 usage "--hosts 2 -n 2 --fabric --spines 0" "--spines needs a number from 1 to 16"
 usage "--hosts 2 -n 2 --fabric --leaves 3" "--leaves needs a number from 1 to 2"
 usage "--hosts 2 -n 2 --fabric --rails 2" "--fabric has one rail per host"

@@ -16,6 +16,21 @@ need_emulation() {
 # The namespaces a dccl-run with pid $1 left behind (names, one a line).
 left_of() { ls /run/netns 2>/dev/null | grep "^dccl-$1-" || true; }
 
+# run_job OUT DCCL_RUN [arguments...]: the job in the background, its output in OUT
+# (shown less the INFO lines); fails when it exits non-zero or leaves namespaces behind.
+run_job() {
+  local out=$1 pid rc left
+  shift
+  "$@" >"$out" 2>&1 &
+  pid=$!
+  wait $pid
+  rc=$?
+  grep -v " DCCL INFO " "$out"
+  [ $rc -eq 0 ] || fail "the job exited with $rc"
+  left=$(left_of $pid)
+  [ -z "$left" ] || fail "dccl-run (pid $pid) left namespaces behind: $left"
+}
+
 # Waits up to $3 s until $2 files match the glob $1 (e.g. every rank started).
 wait_for() {
   local i

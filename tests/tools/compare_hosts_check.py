@@ -43,6 +43,15 @@ class Addresses(unittest.TestCase):
                          ["198.18.0.1", "198.18.0.2", "198.18.1.3", "198.18.1.4"])
         self.assertEqual(ch.host_address(BRIDGE, 4, 3), "198.18.0.4")
 
+    def test_interleaved(self):
+        # --interleave: host h under leaf h % leaves, and dccl-run is told so.
+        self.assertEqual([ch.leaf_of(5, 2, h, True) for h in range(5)], [0, 1, 0, 1, 0])
+        mixed = dict(FABRIC, leaves=2, interleave=True)
+        self.assertEqual([ch.host_address(mixed, 4, h) for h in range(4)],
+                         ["198.18.0.1", "198.18.1.2", "198.18.0.3", "198.18.1.4"])
+        self.assertIn("--interleave", argv(mixed, "hier"))
+        self.assertNotIn("--interleave", argv(dict(FABRIC, leaves=2), "hier"))
+
 
 class Launches(unittest.TestCase):
     def test_fabric_options_reach_every_peer(self):
@@ -71,6 +80,16 @@ class Launches(unittest.TestCase):
                          ["hier", "hier@DCCL_ALGO=allreduce:rhd,allgather:bruck@X=1", "gloo"])
         self.assertEqual(ch.split_variant("hier@DCCL_ALGO=allreduce:rhd,allgather:bruck")[1],
                          ["DCCL_ALGO=allreduce:rhd,allgather:bruck"])
+
+    def test_variant_build(self):
+        # hier@build=DIR runs DIR's dccl-run and dccl-perf; build= is no setting.
+        a = argv(FABRIC, "hier@build=build-main@DCCL_A=4")
+        main = str((ch.ROOT / "build-main").resolve())
+        self.assertEqual(a[0], main + "/tools/dccl-run")
+        self.assertIn(main + "/tools/dccl-perf", a)
+        self.assertNotIn("build=build-main", a)
+        self.assertEqual([a[i + 1] for i, x in enumerate(a) if x == "--env"][1:], ["DCCL_A=4"])
+        self.assertEqual(argv(FABRIC, "hier")[0], "/b/tools/dccl-run")
 
     def test_bridge_unchanged(self):
         a = argv(BRIDGE, "hier")

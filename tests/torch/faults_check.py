@@ -88,11 +88,11 @@ def run_rank(rank, n, port):
     g = dist.new_group(backend="dccl", timeout=sec(20))
     t = torch.full((8,), float(rank + 1))
     if rank == last:
-        time.sleep(2.5)
+        time.sleep(0.5 + SLACK_S + 1.0)  # later than the others' bound below
         dist.all_reduce(t, group=g)
     else:
         w = dist.all_reduce(t, group=g, async_op=True)
-        took = timed_error(c, "wait(0.5 s)", lambda: w.wait(datetime.timedelta(milliseconds=500)), 0.5 + 1.0,
+        took = timed_error(c, "wait(0.5 s)", lambda: w.wait(datetime.timedelta(milliseconds=500)), 0.5 + SLACK_S,
                            "not complete after 500 ms")
         c.true("wait(0.5 s) waited its timeout", took is not None and took >= 0.45)
         c.true("late rank joined: wait() succeeds", w.wait())

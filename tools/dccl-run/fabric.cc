@@ -32,20 +32,22 @@ std::string mtu_line(const std::string& dev, int mtu) {
 
 }  // namespace
 
-int leaf_of(const FabricSpec& f, int host) {
+int leaf_of(const NetSpec& f, int host) {
+  const int leaves = f.leaves > 0 ? f.leaves : f.hosts;
+  if (f.interleave) return host % leaves;
   // Block-wise: the first hosts % leaves leaves hold one host more.
-  const int base = f.hosts / f.leaves, extra = f.hosts % f.leaves;
+  const int base = f.hosts / leaves, extra = f.hosts % leaves;
   const int big = extra * (base + 1);
   return host < big ? host / (base + 1) : extra + (host - big) / base;
 }
 
-std::string fabric_host_address(const FabricSpec& f, int host) {
+std::string fabric_host_address(const NetSpec& f, int host) {
   return num("198.18.", leaf_of(f, host)) + num(".", host + 1);
 }
 
 std::string fabric_gateway(int leaf) { return num("198.18.", leaf) + ".254"; }
 
-std::string leaf_batch(const FabricSpec& f, int leaf, const std::string& ns_prefix) {
+std::string leaf_batch(const NetSpec& f, int leaf, const std::string& ns_prefix) {
   std::string b = "link set lo up\n";
   b += "link add br0 type bridge stp_state 0 forward_delay 0\n";
   b += mtu_line("br0", f.mtu);
@@ -78,7 +80,7 @@ std::string leaf_batch(const FabricSpec& f, int leaf, const std::string& ns_pref
   return b;
 }
 
-std::string spine_batch(const FabricSpec& f, int spine) {
+std::string spine_batch(const NetSpec& f, int spine) {
   std::string b = "link set lo up\n";
   for (int l = 0; l < f.leaves; ++l) {
     const std::string dev = num("l", l);
@@ -90,7 +92,7 @@ std::string spine_batch(const FabricSpec& f, int spine) {
   return b;
 }
 
-std::string host_batch(const FabricSpec& f, int host) {
+std::string host_batch(const NetSpec& f, int host) {
   std::string b = "link set lo up\n";
   b += mtu_line("eth0", f.mtu);
   b += "addr add " + fabric_host_address(f, host) + "/24 dev eth0\n";
@@ -109,31 +111,37 @@ std::string tbf_batch(const std::string& dev, uint64_t rate_bps, int mtu) {
 
 // htb on dev: class 1:1 at the link rate (unshaped: 100 Gbit/s, above anything
 // veths carry here); below it 1:2 for what is not TCP, and 1:100..1:1ff, one per
-// bucket, each at most flow_bps. u32 hashing: table 800: sends TCP to table 2:
-// by the low 4 bits of the source port (the word at offset 20 of an IPv4 packet
-// without options holds both ports), each bucket of 2: to table 1<i>: by the
-// destination port's low 4 bits, whose buckets name the classes.
+// bucket, each at most flow_bps. u32 hashing: table 800: sends TCP to table 2: by
+// bits 1-4 of the source port (the word at offset 20 of an IPv4 packet without
+// options holds both ports), each bucket of 2: to table 1<i>: by bits 1-4 of the
+// destination port, whose buckets name the classes. Not bits 0-3: the kernel gives
+// connect() even ports and bind() odd ones, so bit 0 of a connection's varying
+// port never varies, and the low nibble would fill 8 buckets, not 16.
 std::string flow_cap_batch(const std::string& dev, uint64_t link_bps, uint64_t flow_bps, int mtu) {
   const uint64_t link = link_bps > 0 ? link_bps : 100'000'000'000ULL;
   const uint64_t flow = std::min(flow_bps, link);
   // A burst of at least one 64 KiB GSO packet, so that the buckets fill and drain in whole packets.
   auto burst = [&](uint64_t rate) { return std::max<uint64_t>(tbf_for(rate, mtu).burst_bytes, 65536 + 2048); };
   const std::string d = " dev " + dev + " ";
-  auto cls = [&](const std::string& parent, const std::string& id, uint64_t rate) {
-    const std::string r = std::to_string(rate) + "bit", bu = std::to_string(burst(rate));
-    return "class add" + d + "parent " + parent + " classid " + id + " htb rate " + r + " ceil " + r + " burst " + bu +
-           " cburst " + bu + " quantum 65536\n";
+  auto cls = [&](const std::string& parent, const std::string& id, uint64_t rate, uint64_t ceil) {
+    const std::string r = std::to_string(rate) + "bit", c = std::to_string(ceil) + "bit";
+    return "class add" + d + "parent " + parent + " classid " + id + " htb rate " + r + " ceil " + c + " burst " +
+           std::to_string(burst(rate)) + " cburst " + std::to_string(burst(ceil)) + " quantum 65536\n";
   };
   std::string b = "qdisc replace" + d + "root handle 1: htb default 2\n";
-  b += cls("1:", "1:1", link);
-  b += cls("1:1", "1:2", link);
-  for (int k = 0; k < kFlowBuckets; ++k) b += cls("1:1", "1:" + hex(0x100 + static_cast<unsigned>(k)), flow);
+  // The buckets' guaranteed rates add up to at most the link's; above it they borrow
+  // from 1:1, so the NIC never sends more than the link rate (with rate = ceil = the
+  // cap, 8 busy buckets would send 8 caps, past a link of 4).
+  const uint64_t share = std::max<uint64_t>(link / (kFlowBuckets + 1), 8000);
+  b += cls("1:", "1:1", link, link);
+  b += cls("1:1", "1:2", share, link);
+  for (int k = 0; k < kFlowBuckets; ++k) b += cls("1:1", "1:" + hex(0x100 + static_cast<unsigned>(k)), std::min(share, flow), flow);
   const std::string f = "filter add" + d + "parent 1: prio 1 protocol ip ";
   b += f + "handle 2: u32 divisor 16\n";
   for (unsigned i = 0; i < 16; ++i) b += f + "handle " + hex(0x10 + i) + ": u32 divisor 16\n";
-  b += f + "u32 ht 800:: match ip protocol 6 0xff hashkey mask 0x000f0000 at 20 link 2:\n";
+  b += f + "u32 ht 800:: match ip protocol 6 0xff hashkey mask 0x001e0000 at 20 link 2:\n";
   for (unsigned i = 0; i < 16; ++i) {
-    b += f + "u32 ht 2:" + hex(i) + ": match u32 0 0 hashkey mask 0x0000000f at 20 link " + hex(0x10 + i) + ":\n";
+    b += f + "u32 ht 2:" + hex(i) + ": match u32 0 0 hashkey mask 0x0000001e at 20 link " + hex(0x10 + i) + ":\n";
     for (unsigned j = 0; j < 16; ++j)
       b += f + "u32 ht " + hex(0x10 + i) + ":" + hex(j) + ": match u32 0 0 flowid 1:" + hex(0x100 + 16 * i + j) + "\n";
   }

@@ -102,6 +102,7 @@ int main(int argc, char** argv) {
     spec.leaves = opt.leaves;
     spec.spines = opt.spines;
     spec.flow_bps = opt.flow_bps;
+    spec.interleave = opt.interleave;
     net = dcclrun::EmuNet::create(spec, own_path, old_mask, &why);
     if (!net) {
       say("--hosts: " + why);

@@ -24,20 +24,9 @@
 #include <string>
 #include <vector>
 
-namespace dcclrun {
+#include "dccl-run/net_spec.hpp"
 
-struct NetSpec {
-  int hosts = 1;
-  int rails = 1;
-  uint64_t rate_bps = 0;  // 0: links not shaped
-  int mtu = 0;            // of every veth end (the bridges follow); 0: the kernel's default
-  bool default_route = true;  // each host's default route via the switch's address
-  // The leaf-spine fabric (fabric.hpp) instead of one bridge per rail (rails must be 1).
-  bool fabric = false;
-  int leaves = 0;         // 0: one per host
-  int spines = 2;
-  uint64_t flow_bps = 0;  // per-flow cap on each host's NIC; 0: none
-};
+namespace dcclrun {
 
 // tbf parameters for a rate: burst = 1 ms of traffic at the rate, at least 16 KiB
 // and two frames of the MTU (a frame above the burst would be dropped; smaller GSO

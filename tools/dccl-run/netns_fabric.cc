@@ -14,18 +14,6 @@
 namespace dcclrun {
 namespace {
 
-FabricSpec fabric_of(const NetSpec& n) {
-  FabricSpec f;
-  f.hosts = n.hosts;
-  f.leaves = n.leaves;
-  f.spines = n.spines;
-  f.mtu = n.mtu;
-  f.rate_bps = n.rate_bps;
-  f.flow_bps = n.flow_bps;
-  f.default_route = n.default_route;
-  return f;
-}
-
 // "<c><n>" (not "x" + std::to_string(n): GCC 12 -Wrestrict false positive).
 std::string dev_name(char c, int n) {
   std::string s(1, c);
@@ -36,7 +24,7 @@ std::string dev_name(char c, int n) {
 }  // namespace
 
 bool EmuNet::build_fabric(std::string* why) {
-  const FabricSpec f = fabric_of(spec_);
+  const NetSpec& f = spec_;
   const std::vector<std::string> all = all_ns();
   std::string add;
   for (const auto& n : all) add += "netns add " + n + "\n";
@@ -124,7 +112,7 @@ bool EmuNet::build_fabric(std::string* why) {
 }
 
 std::string EmuNet::fabric_summary() const {
-  const FabricSpec f = fabric_of(spec_);
+  const NetSpec& f = spec_;
   std::string s = std::to_string(f.hosts) + " emulated hosts (namespaces " + ns_name(0) + "..h" +
                   std::to_string(f.hosts - 1) + ") under " + std::to_string(f.leaves) + " leaves (" + tag_ +
                   "-l<l>, hosts 198.18.<leaf>.<host+1>/24) and " + std::to_string(f.spines) + " spines (" + tag_ +

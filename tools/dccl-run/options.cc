@@ -158,7 +158,7 @@ void print_run_usage(FILE* f) {
       "usage: dccl-run -n N [--env K=V | -x K=V | -x NAME]... [--timeout SEC] [--keep-going] [--no-prefix]\n"
       "                [--bind-to core|none] [--] prog [args...]\n"
       "       dccl-run --hosts H|A+B+... [-n N] [--rails R] [--rate RATE] [--mtu BYTES] [--no-default-route]\n"
-      "                [--keep-net] [--fabric [--spines S] [--leaves L] [--flow-rate RATE]] ...\n"
+      "                [--keep-net] [--fabric [--spines S] [--leaves L] [--interleave] [--flow-rate RATE]] ...\n"
       "  Starts N local ranks of prog with DCCL_RANK, DCCL_WORLD_SIZE, DCCL_LOCAL_RANK,\n"
       "  DCCL_LOCAL_SIZE and DCCL_ID (the rendezvous store, hosted by dccl-run) set,\n"
       "  and prefixes each line they print with \"[rank] \".\n"
@@ -181,6 +181,9 @@ void print_run_usage(FILE* f) {
       "                    shapes every link, host-leaf and leaf-spine)\n"
       "  --spines S        spines of the fabric, 1..16 (default 2)\n"
       "  --leaves L        leaves of the fabric, 1..min(hosts, 64) (default: one per host)\n"
+      "  --interleave      hosts round-robin over the leaves (host h under leaf h %% L), not\n"
+      "                    block-wise: ring neighbours sit under different leaves, so a\n"
+      "                    ring's flows leave every leaf at once and may share a spine\n"
       "  --flow-rate RATE  cap every TCP flow a host sends at RATE (htb class per port hash\n"
       "                    bucket on the host's NIC), as cloud networks cap one flow\n"
       "  --keep-net        leave the emulated network in place after the job (debugging)\n"
@@ -295,6 +298,8 @@ int parse_run_args(int argc, char** argv, RunOptions* opt, std::string* error) {
       if (m == 2) return 2;
       leaves = v;
       fabric_flag = true;
+    } else if (arg == "--interleave") {
+      opt->interleave = fabric_flag = true;
     } else if ((m = value(arg, "--flow-rate", &v))) {
       if (m == 2) return 2;
       flow_rate = v;
@@ -327,7 +332,7 @@ int parse_run_args(int argc, char** argv, RunOptions* opt, std::string* error) {
     return 2;
   }
   if (fabric_flag && !opt->fabric) {
-    *error = "--spines, --leaves and --flow-rate need --fabric";
+    *error = "--spines, --leaves, --interleave and --flow-rate need --fabric";
     return 2;
   }
   if (!hosts.empty()) {

@@ -22,6 +22,7 @@ struct RunOptions {
   bool fabric = false;     // --fabric: a leaf-spine network instead of one bridge per rail
   int leaves = 0;          // --leaves: 0 = one per host
   int spines = 2;          // --spines
+  bool interleave = false; // --interleave: host h under leaf h % leaves (else block-wise)
   uint64_t flow_bps = 0;   // --flow-rate: per-TCP-flow cap; 0 = none
   bool no_default_route = false;  // --no-default-route: hosts reach only their subnets
   bool keep_going = false; // --keep-going: a failed rank does not end the others

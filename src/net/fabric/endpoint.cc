@@ -414,6 +414,16 @@ bool Endpoint::peek(fi_addr_t addr, uint64_t tag, uint64_t ignore, size_t* len, 
   return !r.failed;
 }
 
+bool Endpoint::holds(const Request* r) {
+  std::lock_guard<std::mutex> lk(mu_);
+  for (MsgOp* op = head_; op; op = op->next)
+    if (op->req == r && !op->peek) return true;
+  for (auto* q : {&tx_backlog_, &rx_backlog_})
+    for (MsgOp* op : *q)
+      if (op->req == r) return true;
+  return false;
+}
+
 void Endpoint::cancel_all() {
   std::lock_guard<std::mutex> lk(mu_);
   for (MsgOp* op = head_; op; op = op->next) {

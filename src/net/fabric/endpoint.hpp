@@ -61,8 +61,20 @@ class Endpoint {
   const std::string& provider() const { return provider_; }
   const std::string& address() const { return address_; }  // fi_getname bytes
   const std::string& rail() const { return rail_; }
-  // "tcp;ofi_rxm on eth1", or just the provider when not a rail.
-  std::string label() const { return rail_.empty() ? provider_ : provider_ + " on " + rail_; }
+  // "tcp;ofi_rxm on eth1", or just the provider when not a rail; with several flows
+  // on the rail, "tcp;ofi_rxm on eth1, flow 3 of 8" (flows counted from 1).
+  std::string label() const {
+    const std::string base = rail_label();
+    return flows_ < 2 ? base : base + ", flow " + std::to_string(flow_ + 1) + " of " + std::to_string(flows_);
+  }
+  std::string rail_label() const { return rail_.empty() ? provider_ : provider_ + " on " + rail_; }
+  // Flow `flow` (0: the rail's first endpoint, the one its blob address names) of the
+  // `flows` endpoints opened on this rail (net/rails.hpp).
+  void set_flow(int flow, int flows) {
+    flow_ = flow;
+    flows_ = flows;
+  }
+  int flow() const { return flow_; }
   // Bytes of completed sends and receives on this endpoint.
   uint64_t sent_bytes() const { return sent_.load(std::memory_order_relaxed); }
   uint64_t recv_bytes() const { return recvd_.load(std::memory_order_relaxed); }
@@ -109,6 +121,8 @@ class Endpoint {
   // wait_ms for the provider's answer. False: none, or the provider cannot peek.
   bool peek(fi_addr_t addr, uint64_t tag, uint64_t ignore, size_t* len, int wait_ms);
   int progress(bool block = false);
+  // Whether an operation of `r` is posted here or waits in a backlog.
+  bool holds(const Request* r);
 
   // fi_cancel on everything outstanding, backlogs dropped; the requests are marked failed
   // ("cancelled").
@@ -131,6 +145,7 @@ class Endpoint {
 
   std::string provider_;
   std::string rail_;
+  int flow_ = 0, flows_ = 1;
   int rank_;
   bool mr_local_ = false;
   bool hmem_ = false;

@@ -208,6 +208,8 @@ ProviderInfo find_provider(const std::string& prov, std::string* why, bool want_
   return make_info(best);
 }
 
+ProviderInfo duplicate(const ProviderInfo& pi) { return make_info(pi.info.get()); }
+
 std::vector<OfferedRail> offered_rails(const std::string& prov, std::string* why, bool want_hmem) {
   std::vector<OfferedRail> out;
   int rc = 0;

@@ -62,6 +62,9 @@ struct ProviderInfo {
   bool hmem = false;     // info->caps has FI_HMEM: the domain takes device memory
 };
 
+// A copy of `pi` (its fi_info duplicated): one more endpoint opened alike.
+ProviderInfo duplicate(const ProviderInfo& pi);
+
 // fi_getinfo for `prov` (canonical name) with our hints: RDM, FI_TAGGED|FI_MSG|
 // FI_DIRECTED_RECV, FI_ORDER_SAS, no FI_MR_LOCAL if avoidable. With want_hmem, first
 // also FI_HMEM in caps and FI_MR_HMEM in mr_mode (a domain opened without FI_HMEM

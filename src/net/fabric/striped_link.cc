@@ -35,4 +35,11 @@ std::string StripedLink::mismatch_note(const Request& r) const {
   return "";
 }
 
+std::string StripedLink::pending_note(const Request& r) const {
+  std::string s;
+  for (const auto& l : lanes_)
+    if (l->endpoint()->holds(&r)) s += (s.empty() ? "" : " and ") + l->endpoint()->label();
+  return s.empty() ? s : "; pieces still pending on " + s;
+}
+
 }  // namespace dccl::net

@@ -275,6 +275,7 @@ Link::Link(const Device& dev, int rank, const std::array<uint8_t, 16>& secret) :
     to.provider = "tcp";
     to.trust_network = true;
     to.sock_bytes = 0;  // every message on the fabric, so that receives take up to their size
+    to.flows = 1;       // and are never cut over flows (NCCL opens its own connections)
   }
   m.net = net::Transport::create(to);
 }

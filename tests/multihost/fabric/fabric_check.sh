@@ -4,7 +4,7 @@
 #   - each leaf routes the other leaf's subnet over both spines, and every router
 #     hashes on addresses, protocol and ports (sysctls);
 #   - one TCP flow from host 0 to host 2 gets the flow cap (70-105 % of it), in the
-#     class its ports' low nibbles name;
+#     class bits 1-4 of its ports name, and the classes together stay under the link rate;
 #   - 16 flows with different ports both spines carry (each >= 10 % of the bytes,
 #     by the spines' `ip -s link` counters; all 16 on one spine: 2^-15);
 #   - the namespaces are gone when dccl-run ends.
@@ -31,6 +31,19 @@ for r in l0 l1 s0 s1; do
 done
 classes=$(tc -n $ns-h0 class show dev eth0 | grep -c "htb 1:1[0-9a-f][0-9a-f] .*ceil 100Mbit")
 [ "$classes" = 256 ] || fail "host 0's eth0 has $classes flow classes at 100Mbit, expected 256"
+# The buckets' guaranteed rates add up to no more than the link's (else busy buckets
+# would send past it): each borrows above its share from 1:1, which holds the link.
+tc -n $ns-h0 class show dev eth0 | python3 -c '
+import re, sys
+unit = {"bit": 1, "Kbit": 1e3, "Mbit": 1e6, "Gbit": 1e9}
+def rate(l):
+    m = re.search(r" rate ([0-9.]+)(\w+)", l)
+    return float(m.group(1)) * unit[m.group(2)]
+lines = sys.stdin.read().splitlines()
+link = [rate(l) for l in lines if " 1:1 root " in l][0]
+kids = sum(rate(l) for l in lines if " parent 1:1 " in l)
+sys.exit(0 if 0 < kids <= link * 1.01 else f"the classes under 1:1 guarantee {kids:.0f} bit/s, past its {link:.0f}")' ||
+  fail "host 0's flow classes can send past the link rate"
 tc -n $ns-s0 qdisc show dev l1 | grep -q "tbf .*rate 1Gbit" || fail "spine 0's port to leaf 1 is not shaped: $(tc -n $ns-s0 qdisc)"
 
 spine_tx() {
@@ -42,7 +55,7 @@ spine_tx() {
 send() {  # SECONDS SPORT... from host 0 to host 2; the receiver's lines
   local t=$1
   shift
-  ip netns exec $ns-h2 python3 "$flows" serve 5001 $(awk -v t="$t" 'BEGIN { print t + 1.5 }') >"$dir/srv" &
+  ip netns exec $ns-h2 python3 "$flows" serve 5001 $(awk -v t="$t" 'BEGIN { print t + 1.5 }') $# >"$dir/srv" &
   local srv=$!
   sleep 0.3
   ip netns exec $ns-h0 python3 "$flows" send 198.18.1.3 5001 "$t" "$@" || fail "the flows could not run"
@@ -52,9 +65,9 @@ send() {  # SECONDS SPORT... from host 0 to host 2; the receiver's lines
 one=$(send 2 40001)
 echo "one flow: $one"
 echo "$one" | awk '{ exit !(NF == 5 && $5 >= 70 && $5 <= 105) }' || fail "one flow got $(echo "$one" | awk '{print $5}') Mbit/s, expected 70-105 (cap 100mbit)"
-# The u32 tables put port 40001 -> 5001 (low nibbles 1 and 9) in class 1:100 + 16 * 1 + 9.
-sent=$(tc -n $ns-h0 -s class show dev eth0 classid 1:119 | awk '$1 == "Sent" { print $2 }')
-[ "${sent:-0}" -gt 10000000 ] || fail "class 1:119 sent ${sent:-0} bytes of the flow from port 40001 to 5001: $(tc -n $ns-h0 -s class show dev eth0 | grep -B1 'Sent [1-9][0-9]\{6\}')"
+# The u32 tables put port 40001 -> 5001 (bits 1-4: 0 and 4) in class 1:100 + 16 * 0 + 4.
+sent=$(tc -n $ns-h0 -s class show dev eth0 classid 1:104 | awk '$1 == "Sent" { print $2 }')
+[ "${sent:-0}" -gt 10000000 ] || fail "class 1:104 sent ${sent:-0} bytes of the flow from port 40001 to 5001: $(tc -n $ns-h0 -s class show dev eth0 | grep -B1 'Sent [1-9][0-9]\{6\}')"
 before=$(spine_tx)
 many=$(send 1.5 $(seq 40101 40116))
 after=$(spine_tx)

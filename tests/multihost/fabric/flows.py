@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """TCP flows for measuring the emulated fabric (no iperf here).
 
-  flows.py serve PORT SECONDS
-      accepts connections for SECONDS, reads and discards; then prints one line per
+  flows.py serve PORT SECONDS [COUNT]
+      accepts connections for SECONDS (with COUNT: until COUNT connections came, for
+      at most SECONDS + 30, so that senders slowed by a loaded machine still
+      count), reads and discards; then prints one line per
       connection: "flow SPORT BYTES SECONDS MBITS" (the receiver's count, from the
       first byte to the last), sorted by the sender's port
   flows.py send HOST PORT SECONDS SPORT [SPORT...]
@@ -15,7 +17,7 @@ import threading
 import time
 
 
-def serve(port, seconds):
+def serve(port, seconds, count=None):
     ls = socket.socket()
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     ls.bind(("0.0.0.0", port))
@@ -40,8 +42,8 @@ def serve(port, seconds):
         conn.close()
         stats[sport] = (total, (last - first) if first else 0.0)
 
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
+    end = time.monotonic() + seconds + (30 if count else 0)
+    while time.monotonic() < end and (count is None or len(threads) < count):
         try:
             conn, addr = ls.accept()
         except socket.timeout:
@@ -65,7 +67,15 @@ def send(host, port, seconds, sports):
             s = socket.socket()
             s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             s.bind(("0.0.0.0", sport))
-            s.connect((host, port))
+            give_up = time.monotonic() + 10  # the receiver may still be starting
+            while True:
+                try:
+                    s.connect((host, port))
+                    break
+                except ConnectionRefusedError:
+                    if time.monotonic() > give_up:
+                        raise
+                    time.sleep(0.05)
             end = time.monotonic() + seconds
             while time.monotonic() < end:
                 s.sendall(buf)
@@ -84,7 +94,7 @@ def send(host, port, seconds, sports):
 
 if __name__ == "__main__":
     if len(sys.argv) >= 4 and sys.argv[1] == "serve":
-        serve(int(sys.argv[2]), float(sys.argv[3]))
+        serve(int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) >= 5 else None)
     elif len(sys.argv) >= 6 and sys.argv[1] == "send":
         send(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), [int(p) for p in sys.argv[5:]])
     else:

@@ -9,15 +9,8 @@ need_emulation
 run=$1 check=$2 flows=$3
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-"$run" --hosts 4 -n 4 --fabric --leaves 2 --spines 2 --rate 1gbit --flow-rate 250mbit --timeout 150 \
-  --env DCCL_TIMEOUT_S=60 --env DCCL_DEBUG=INFO --env DCCL_NET_FLOWS="$flows" "$check" --suite large >"$out" 2>&1 &
-pid=$!
-wait $pid
-rc=$?
-grep -v " DCCL INFO " "$out"
-[ $rc -eq 0 ] || fail "the job exited with $rc"
-left=$(left_of $pid)
-[ -z "$left" ] || fail "dccl-run (pid $pid) left namespaces behind: $left"
+run_job "$out" "$run" --hosts 4 -n 4 --fabric --leaves 2 --spines 2 --rate 1gbit --flow-rate 250mbit --timeout 150 \
+  --env DCCL_TIMEOUT_S=60 --env DCCL_DEBUG=INFO --env DCCL_NET_FLOWS="$flows" "$check" --suite large
 # "[W] ... net: rank R of 4 on HOST uses ...; up to F socket flows per peer (DCCL_NET_FLOWS)...", once per rank
 n=$(grep -h " net: rank [0-9]* of 4 on .* uses .*up to $flows socket flows per peer" "$out" | awk '{ print $1 }' | sort -u | wc -l)
 [ "$n" -eq 4 ] || { grep " net: rank " "$out"; fail "$n of 4 ranks logged $flows socket flows per peer"; }
