@@ -3,10 +3,13 @@
 64 KiB, K = 0 and 1, one repeat of 20 calls): its results.json and report.md
 have every point, every value is a positive number, the results were checked
 (0 wrong), and no spinner is left, neither after a normal end nor after a
-SIGTERM in the middle of a run. Not a timing test.
+SIGTERM in the middle of a run; --dccl-bind core,none launches each build both
+bound and unbound. Not a timing test.
 
     contention_check.py SOURCE_DIR BUILD_DIR
 """
+import importlib.machinery
+import importlib.util
 import json
 import math
 import os
@@ -112,6 +115,23 @@ with tempfile.TemporaryDirectory() as tmp:
             continue
         if argv and argv[0].endswith(b"dccl-perf") and b"100000" in argv:
             fails.append(f"rank {d} of the interrupted launch is still running: {b' '.join(argv)!r}")
+
+# --dccl-bind core,none: each build twice, the second launched unbound (dccl-run
+# --bind-to none right after dccl-run, as the Gloo ranks are), nothing else changed.
+loader = importlib.machinery.SourceFileLoader("contention", str(tool))
+cont = importlib.util.module_from_spec(importlib.util.spec_from_loader("contention", loader))
+loader.exec_module(cont)
+cfgs = {c.key: c for c in cont.dccl_configs([("main", build)], [], ["core", "none"])}
+if sorted(cfgs) != ["dccl.main-shm", "dccl.main-tcp", "dccl.main_unbound-shm", "dccl.main_unbound-tcp"]:
+    fails.append(f"--dccl-bind core,none: configs {sorted(cfgs)}")
+else:
+    for klass in ("shm", "tcp"):
+        bound = cfgs[f"dccl.main-{klass}"].build(2, "all_reduce", {"b": "8", "e": "8", "f": 2, "n": 5, "w": 1}, "x")
+        free = cfgs[f"dccl.main_unbound-{klass}"].build(2, "all_reduce", {"b": "8", "e": "8", "f": 2, "n": 5, "w": 1}, "x")
+        if "--bind-to" in bound or free != [bound[0], "--bind-to", "none"] + bound[1:]:
+            fails.append(f"{klass}: bound launch {bound}, unbound launch {free}")
+        if cfgs[f"dccl.main_unbound-{klass}"].library != "DirectCCL unbound":
+            fails.append(f"{klass}: unbound library named {cfgs[f'dccl.main_unbound-{klass}'].library!r}")
 
 for f in fails:
     print("FAIL:", f)
