@@ -92,7 +92,11 @@ def main():
     ap.add_argument("--lr", type=float, default=0.1)
     args = ap.parse_args()
     if "dccl" in args.backend:
-        import torch_dccl  # noqa: F401  registers the backend
+        try:
+            import torch_dccl  # noqa: F401  registers the backend
+        except ModuleNotFoundError:
+            sys.exit("train_digits: no module torch_dccl: set PYTHONPATH to the build's python folder "
+                     "(PYTHONPATH=build/python) or install DirectCCL")
     device = torch.device("cpu")
     if args.device == "cuda":
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())

@@ -114,7 +114,8 @@ const char* dcclGetLastError(dcclComm_t comm);
 /* ---- communicators ---- */
 dcclResult_t dcclCommInitRank(dcclComm_t* comm, int nranks, dcclUniqueId commId, int rank);
 /* ndev ranks in this process, one communicator each (comms[r] is rank r), made
- * by one thread per rank: for single-process jobs and tests. devlist (may be
+ * by one thread per rank: for single-process jobs and tests. Use each from a
+ * thread of its own, dcclCommDestroy included (destroy meets the other ranks). devlist (may be
  * NULL) is accepted for NCCL compatibility; choosing a device for each rank's
  * buffers is the caller's. On failure no communicator is left (all NULL). */
 dcclResult_t dcclCommInitAll(dcclComm_t* comms, int ndev, const int* devlist);
@@ -140,7 +141,8 @@ typedef struct {
    * dcclInProgress at once and finishes in the background; poll
    * dcclCommGetAsyncError until it gives dcclSuccess (ready) or an error (init
    * failed: destroy the handle). Other calls on the handle meanwhile return
-   * dcclInProgress; dcclCommDestroy/Abort wait for the init to end first. */
+   * dcclInProgress; dcclCommDestroy/Abort wait for the init to end first.
+   * dcclCommInitRankConfig only: dcclCommSplit refuses 0. */
   int blocking;
   /* Bound in milliseconds on every call of this communicator, its init
    * included: all waits of a call share one deadline (DCCL_TIMEOUT_S

@@ -140,7 +140,13 @@ dcclResult_t dcclCommInitRankConfig(dcclComm_t* comm, int nranks, dcclUniqueId c
     if (rank < 0 || rank >= nranks)
       core::raise(dcclInvalidArgument, std::string(fn) + ": rank " + std::to_string(rank) + " is outside [0, " +
                                            std::to_string(nranks) + ")");
-    const core::Config cfg = api::apply_config(config, core::load_config(), rank, fn, &blocking);
+    core::Config loaded;
+    try {
+      loaded = core::load_config();  // a bad DCCL_* setting, named with this rank and call
+    } catch (const core::Error& e) {
+      core::raise(e.code(), core::describe(rank, fn, e.what()));
+    }
+    const core::Config cfg = api::apply_config(config, loaded, rank, fn, &blocking);
     boot::UniqueIdData id = boot::decode_id(commId);
     std::unique_ptr<boot::StoreServer> server;
     if (rank == 0) server = boot::take_parked_server(id);

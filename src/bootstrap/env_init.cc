@@ -159,7 +159,6 @@ std::unique_ptr<StoreServer> env_store(EnvJob* job) {
 }
 
 EnvJob env_job() {
-  const core::Config cfg = core::load_config();  // a bad setting fails here, naming it
   EnvJob job;
   bool found = false;
   for (const core::Launcher& l : core::launchers())
@@ -171,6 +170,12 @@ EnvJob env_job() {
   if (job.nranks < 1 || job.rank < 0 || job.rank >= job.nranks)
     core::raise(dcclInvalidArgument, "dcclCommInitFromEnv: rank " + std::to_string(job.rank) + " / size " +
                                    std::to_string(job.nranks) + " from " + job.source + " is out of range");
+  core::Config cfg;
+  try {
+    cfg = core::load_config();  // a bad setting fails here, naming it
+  } catch (const core::Error& e) {
+    core::raise(e.code(), core::describe(job.rank, "dcclCommInitFromEnv", e.what()));
+  }
   if (const char* id = env("DCCL_ID")) {
     job.id = decode_id(id_from_hex(id));
     g_jobs.fetch_add(1);

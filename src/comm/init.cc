@@ -62,6 +62,12 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   secret_ = id.secret;
   core::log_set_rank(rank);
   core::log_configure(cfg_.debug);
+  // A bad DCCL_ALGO fails here, before the store and the transport are made.
+  try {
+    tune::check_algo_override(cfg_.algo);
+  } catch (const Error& e) {
+    raise(e.code(), describe(rank, "init", e.what()));
+  }
   // An interface that is not there is a mistake to report, not a hint to ignore.
   if (!cfg_.socket_ifname.empty() && if_nametoindex(cfg_.socket_ifname.c_str()) == 0)
     raise(dcclInvalidArgument, describe(rank, "init", "DCCL_SOCKET_IFNAME=" + cfg_.socket_ifname +

@@ -43,6 +43,10 @@ FabricTransport::FabricTransport(const TransportOptions& o) : LinkTransport(o) {
   std::string why_not;
   if (!forced_.empty() && !trusted(forced_)) {
     provider_trusted(forced_, &why_not);
+    // A name no provider here answers to (a typo) is that, not a question of trust.
+    const std::vector<std::string> avail = forced_ != kTcpProvider ? available_providers() : std::vector<std::string>{};
+    if (forced_ != kTcpProvider && std::find(avail.begin(), avail.end(), forced_) == avail.end())
+      unavailable("DCCL_PROVIDER " + forced_ + " names no libfabric provider on this machine");
     if (forced_ != kTcpProvider)
       core::raise(dcclInvalidUsage,
                   core::describe(o.rank, "transport",

@@ -145,22 +145,28 @@ int print_plan(int argc, char** argv) {
   bool json = false;
   int ranks = 2, hosts = 1, cores = 0;
   std::string provider;
+  const char* options = "(--json, --ranks N, --hosts H, --provider P, --cores C)";
   for (int a = 2; a < argc; ++a) {
     const std::string arg = argv[a];
-    const bool has_value = a + 1 < argc;
     if (arg == "--json") {
       json = true;
-    } else if (arg == "--ranks" && has_value && parse_int(argv[a + 1], 1, &ranks)) {
-      ++a;
-    } else if (arg == "--hosts" && has_value && parse_int(argv[a + 1], 1, &hosts)) {
-      ++a;
-    } else if (arg == "--cores" && has_value && parse_int(argv[a + 1], 0, &cores)) {
-      ++a;
-    } else if (arg == "--provider" && has_value) {
-      provider = argv[++a];
-    } else {
-      fprintf(stderr, "dccl-info --plan: bad option '%s' (--json, --ranks N, --hosts H, --provider P, --cores C)\n",
-              arg.c_str());
+      continue;
+    }
+    int* num = arg == "--ranks" ? &ranks : arg == "--hosts" ? &hosts : arg == "--cores" ? &cores : nullptr;
+    if (!num && arg != "--provider") {
+      fprintf(stderr, "dccl-info --plan: unknown option '%s' %s\n", arg.c_str(), options);
+      return 2;
+    }
+    if (a + 1 >= argc) {
+      fprintf(stderr, "dccl-info --plan: %s needs a value %s\n", arg.c_str(), options);
+      return 2;
+    }
+    const char* value = argv[++a];
+    if (!num) {
+      provider = value;
+    } else if (!parse_int(value, num == &cores ? 0 : 1, num)) {
+      fprintf(stderr, "dccl-info --plan: bad value '%s' for %s (a whole number from %d to %d)\n", value, arg.c_str(),
+              num == &cores ? 0 : 1, 1 << 24);
       return 2;
     }
   }

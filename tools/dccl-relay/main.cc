@@ -87,6 +87,13 @@ int parse_args(int argc, char** argv, Options* o) {
     std::string arg = argv[a], value;
     if (arg == "-h" || arg == "--help") { usage(stdout); return 1; }
     const size_t eq = arg.find('=');
+    const std::string name = arg.substr(0, arg.rfind("--", 0) == 0 ? eq : std::string::npos);
+    static const char* const known[] = {"--mem", "-b", "--minbytes", "-e", "--maxbytes", "-f", "--stepfactor",
+                                        "-n", "--iters", "-w", "--warmup_iters", "--json"};
+    if (std::find(std::begin(known), std::end(known), name) == std::end(known)) {
+      std::fprintf(stderr, "dccl-relay: unknown flag '%s' (see --help)\n", name.c_str());
+      return 2;
+    }
     if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
       value = arg.substr(eq + 1);
       arg.resize(eq);

@@ -42,21 +42,33 @@ class Job:
         return [r for r in range(self.nranks) if r not in self.ranks]
 
 
+class DumpError(Exception):
+    """A path that cannot be read as a dump: the message names it and the cause."""
+
+
 def read_file(path):
     header, calls = None, []
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a line cut short (a dump interrupted by the process's end)
-            if obj.get("header"):
-                header = obj
-            else:
-                calls.append(obj)
+    try:
+        with open(path) as f:
+            lines = f.readlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise DumpError("%s: cannot read it: %s" % (path, e.strerror if isinstance(e, OSError) else e)) from None
+    for line in lines:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line cut short (a dump interrupted by the process's end)
+        if not isinstance(obj, dict):
+            continue
+        if obj.get("header"):
+            header = obj
+        elif isinstance(obj.get("seq"), int) and "coll" in obj:
+            calls.append(obj)
+    if header is not None and not isinstance(header.get("rank"), int):
+        raise DumpError("%s: its header has no rank: not a flight-recorder dump" % path)
     return RankDump(header, calls, path) if header else None
 
 
@@ -66,8 +78,10 @@ def load(paths):
     for p in paths:
         if os.path.isdir(p):
             files += glob.glob(os.path.join(p, "**", "dccl-rec.*.jsonl"), recursive=True)
-        else:
+        elif os.path.exists(p):
             files.append(p)
+        else:
+            raise DumpError("%s: no such file or folder" % p)
     jobs = {}
     for path in sorted(files):
         d = read_file(path)

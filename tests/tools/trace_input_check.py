@@ -1,0 +1,52 @@
+"""dccl-trace on bad input: a missing path, an unreadable (binary) file, a dump whose
+header has no rank, JSON lines that are not records, and an empty folder. Each
+exits 1 with one line on stderr naming the path and the cause, never a Python
+traceback; a valid dump beside the junk is still read.
+usage: trace_input_check.py SOURCE_DIR"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+tool = os.path.join(sys.argv[1], "tools", "dccl-trace", "dccl-trace")
+
+
+def run(*paths):
+    p = subprocess.run([sys.executable, tool, *paths], capture_output=True, text=True, timeout=60)
+    assert "Traceback" not in p.stderr, (paths, p.stderr)
+    return p
+
+
+def refused(path, why, *more):
+    p = run(path, *more)
+    assert p.returncode == 1, (path, p.returncode, p.stdout, p.stderr)
+    line = p.stderr.strip()
+    assert line.startswith("dccl-trace: ") and path in line and why in line, (path, line)
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    refused(os.path.join(tmp, "nonexistent"), "no such file or folder")
+    binary = os.path.join(tmp, "dccl-rec.bin.r0.jsonl")
+    open(binary, "wb").write(b"\xff\xfe\x00\x9c" * 64)
+    refused(binary, "cannot read it")
+    norank = os.path.join(tmp, "norank.jsonl")
+    open(norank, "w").write(json.dumps({"header": True, "comm": "c0", "nranks": 2}) + "\n")
+    refused(norank, "header has no rank")
+    empty = os.path.join(tmp, "empty")
+    os.mkdir(empty)
+    refused(empty, "no flight-recorder dumps")
+    # Lines that are JSON but not records (a list, a number, an object without seq) are skipped.
+    good = os.path.join(tmp, "dccl-rec.c1.r0.jsonl")
+    with open(good, "w") as f:
+        f.write(json.dumps({"header": True, "comm": "c1", "rank": 0, "nranks": 1, "host": "h0",
+                            "reason": "on demand", "hosts": ["h0"]}) + "\n")
+        f.write("[1, 2]\n7\n{\"note\": 1}\n")
+        f.write(json.dumps({"seq": 0, "coll": "all_reduce", "count": 4, "type": "float32", "op": "sum", "root": -1,
+                            "peer": -1, "algo": "rd", "path": "host", "start_ns": 1000, "end_ns": 2000, "result": 0,
+                            "steps": [], "sent": 0, "recv": 0}) + "\n")
+    p = run("--json", good)
+    assert p.returncode == 0, p.stderr
+    rep = json.loads(p.stdout)
+    assert len(rep) == 1 and rep[0]["comm"] == "c1", rep
+print("dccl-trace: bad paths and files refused with their names; non-record lines skipped")
