@@ -115,7 +115,8 @@ const char* dcclGetLastError(dcclComm_t comm);
 dcclResult_t dcclCommInitRank(dcclComm_t* comm, int nranks, dcclUniqueId commId, int rank);
 /* ndev ranks in this process, one communicator each (comms[r] is rank r), made
  * by one thread per rank: for single-process jobs and tests. Use each from a
- * thread of its own, dcclCommDestroy included (destroy meets the other ranks). devlist (may be
+ * thread of its own; dcclCommDestroy may take them in turn from one thread (each
+ * destroy finishes its rank's work; the last one frees them all). devlist (may be
  * NULL) is accepted for NCCL compatibility; choosing a device for each rank's
  * buffers is the caller's. On failure no communicator is left (all NULL). */
 dcclResult_t dcclCommInitAll(dcclComm_t* comms, int ndev, const int* devlist);

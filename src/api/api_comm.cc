@@ -1,4 +1,5 @@
 // C API: versions, ids, communicators, errors, statistics.
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <string>
@@ -86,6 +87,31 @@ bool adopt_for_close(dcclComm* comm) {
   if (comm->impl) return true;
   delete comm;
   return false;
+}
+// A member of a dcclCommInitAll group leaves it (`destroyed`: kept until the last
+// member leaves). Returns the members to free now, highest rank first (rank 0's
+// process side hosts the store): empty until the last one leaves.
+std::vector<dcclComm*> leave_group(dcclComm* comm, bool destroyed) {
+  std::shared_ptr<api::InitAllGroup> g = comm->siblings;
+  std::lock_guard<std::mutex> lk(g->mu);
+  if (destroyed) g->left.push_back(comm);
+  if (--g->live > 0) return {};
+  std::vector<dcclComm*> out;
+  out.swap(g->left);
+  std::sort(out.begin(), out.end(), [](dcclComm* a, dcclComm* b) { return a->impl->rank() > b->impl->rank(); });
+  return out;
+}
+void free_group(const std::vector<dcclComm*>& members, const char* fn) {
+  std::string first_error;
+  for (dcclComm* m : members) {
+    m->impl->leave_alone();
+    try {
+      close_and_free(m, fn);
+    } catch (const core::Error& e) {
+      if (first_error.empty()) first_error = e.what();
+    }
+  }
+  if (!first_error.empty()) core::raise(dcclTimeout, first_error);
 }
 }  // namespace
 
@@ -191,6 +217,9 @@ dcclResult_t dcclCommInitAll(dcclComm_t* comms, int ndev, const int* devlist) {
         }
       core::raise(rc[static_cast<size_t>(r)], "dcclCommInitAll: " + why[static_cast<size_t>(r)]);
     }
+    auto group = std::make_shared<api::InitAllGroup>();
+    group->live = ndev;
+    for (int r = 0; r < ndev; ++r) comms[r]->siblings = group;
   });
 }
 
@@ -217,7 +246,14 @@ dcclResult_t dcclCommDestroy(dcclComm_t comm) {
       core::raise(dcclInvalidUsage, api::say(comm->impl->rank(), "dcclCommDestroy",
                                              comm->impl->made().fork_text("communicator") + "; left as it is"));
     }
-    if (adopt_for_close(comm)) close_and_free(comm, "dcclCommDestroy");
+    if (!adopt_for_close(comm)) return;
+    if (!comm->siblings) return close_and_free(comm, "dcclCommDestroy");
+    // Its own work first (bounded), then it waits for the group's last destroy.
+    if (!comm->impl->quiesce()) {
+      free_group(leave_group(comm, false), "dcclCommDestroy");
+      return close_and_free(comm, "dcclCommDestroy");
+    }
+    free_group(leave_group(comm, true), "dcclCommDestroy");
   });
 }
 
@@ -231,6 +267,7 @@ dcclResult_t dcclCommAbort(dcclComm_t comm) {
       api::comm_of(comm, "dcclCommAbort").abort();
       if (!api::unregister_comm(comm)) return;
     }
+    if (comm->siblings) free_group(leave_group(comm, false), "dcclCommAbort");
     close_and_free(comm, "dcclCommAbort");
   });
 }

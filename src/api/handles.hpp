@@ -6,6 +6,7 @@
 #include <new>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "comm/communicator.hpp"
 #include "core/error.hpp"
@@ -23,12 +24,23 @@ struct PendingInit {
   std::thread thread;
   int rank = -1;
 };
+// The communicators one dcclCommInitAll made: every rank in this process. Destroying
+// one waits for its own work, then for its siblings' destroys instead of meeting them
+// at the store (one thread destroying them in turn, as with NCCL, would otherwise
+// wait for a rank it has not reached yet); the last destroy frees them all.
+struct InitAllGroup {
+  std::mutex mu;
+  int live = 0;                 // members not yet destroyed or aborted
+  std::vector<dcclComm*> left;  // destroyed members, waiting for the last one
+};
 }  // namespace dccl::api
 
 struct dcclComm {
   std::unique_ptr<dccl::comm::Communicator> impl;
   // Set while a non-blocking init has not been collected: impl is empty until then.
   std::shared_ptr<dccl::api::PendingInit> pending;
+  // Set on the communicators of one dcclCommInitAll (api/api_comm.cc).
+  std::shared_ptr<dccl::api::InitAllGroup> siblings;
 };
 struct dcclStream {
   dccl::sched::Stream impl;

@@ -74,7 +74,7 @@ Communicator::~Communicator() {
   }
   // Peers may still be completing the last operation with this rank (shm reads our
   // memory until they are done): leave together, within the timeout.
-  if (!state_.fail.raised() && !finalized_.load() && boot_) {
+  if (!state_.fail.raised() && !finalized_.load() && !leave_alone_ && boot_) {
     try {
       std::lock_guard<std::mutex> lk(boot_mu_);
       boot_->barrier();

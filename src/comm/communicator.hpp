@@ -125,6 +125,9 @@ class Communicator {
   // local. Throws when work did not finish in time or a rank did not come.
   void finalize();
   bool finalized() const { return finalized_.load(); }
+  // The destructor leaves without meeting the other ranks: every rank is in this
+  // process and has quiesced (the destroy of a dcclCommInitAll group).
+  void leave_alone() { leave_alone_ = true; }
   // Throws dcclInvalidUsage naming `fn` once dcclCommFinalize began.
   void refuse_if_finalized(const char* fn);
   dcclResult_t async_error() const { return async_code_.load(); }
@@ -211,6 +214,7 @@ class Communicator {
   bool quiesced_ = false;
   bool finalizing_ = false;    // finalize() began: new submissions are refused
   std::atomic<bool> finalized_{false};
+  bool leave_alone_ = false;
   std::atomic<bool> announced_{false};  // quiesce() told the other ranks of cancelled work (nothing was in flight)
   // Queued stream work reaches this communicator through its gate, which quiesce()
   // closes: cancelled work then fails on its stream without touching this object.

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -593,5 +594,26 @@ TEST(ApiInitAll, MakesWorkingRanksAndRefusesBadInput) {
   expect_code(dcclCommInitAll(c, -3, nullptr), dcclInvalidArgument, "ndev -3", "ndev -3");
   const int bad[2] = {0, -1};
   expect_code(dcclCommInitAll(c, 2, bad), dcclInvalidArgument, "devlist[1]", "negative device");
+}
+
+// One thread destroys the ranks of a dcclCommInitAll in turn (as NCCL programs do):
+// no destroy waits for a rank not yet reached (before: each waited DCCL_TIMEOUT_S
+// for the others at the store). An abort among them frees the rest too.
+TEST(ApiInitAll, OneThreadDestroysTheRanksInTurn) {
+  setenv("DCCL_TIMEOUT_S", "20", 1);
+  for (bool abort_one : {false, true}) {
+    std::vector<dcclComm_t> cs(3, nullptr);
+    ASSERT_EQ(dcclCommInitAll(cs.data(), 3, nullptr), dcclSuccess) << last_error();
+    expect_allreduce_works(cs, true);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (size_t r = 0; r < cs.size(); ++r) {
+      if (abort_one && r == 1) EXPECT_EQ(dcclCommAbort(cs[r]), dcclSuccess) << last_error();
+      else EXPECT_EQ(dcclCommDestroy(cs[r]), dcclSuccess) << last_error();
+    }
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_LT(s, 10.0) << "destroying 3 ranks from one thread took " << s << " s (abort one: " << abort_one << ")";
+    expect_code(dcclCommDestroy(cs[0]), dcclInvalidUsage, "not a live communicator", "destroyed twice");
+  }
+  unsetenv("DCCL_TIMEOUT_S");
 }
 }  // namespace
