@@ -195,6 +195,14 @@ WireCut spread_cut(const PairPlan& p, size_t part) {
   c.lanes = static_cast<int>(spread_lanes(p).size());
   if (c.lanes < 2) return WireCut{part, 1, 0, 0};
   c.home = p.lanes >= 2 ? p.home : 0;
+  if (p.lanes >= 2 && p.flows >= 2 && p.stripe_min < kFlowsMinBytes) {
+    // Rails from the stripe size (flow 0 of each: spread_lanes' first p.lanes),
+    // every flow of them from kFlowsMinBytes.
+    c.stripe_min = p.stripe_min;
+    c.near = p.lanes;
+    c.all_min = kFlowsMinBytes;
+    return c;
+  }
   uint64_t min = p.lanes >= 2 ? p.stripe_min : 0;
   if (p.flows >= 2) min = std::max<uint64_t>(min, kFlowsMinBytes);
   c.stripe_min = min;
@@ -263,7 +271,7 @@ std::vector<std::string> topology_lines(const std::vector<Blob>& blobs, const st
         }
         if (p.flows >= 2)
           what += ", " + std::to_string(p.flows) + " flows per rail (parts >= " +
-                  bytes_text(spread_cut(p, SIZE_MAX).stripe_min) + " cut over them)";
+                  bytes_text(std::max<uint64_t>(spread_cut(p, SIZE_MAX).stripe_min, kFlowsMinBytes)) + " cut over them)";
       } catch (const core::Error& e) {
         what = "none: " + std::string(e.what());
       }

@@ -93,14 +93,20 @@ PairPlan plan_pair(const Blob& a, int rank_a, const Blob& b, int rank_b, const s
 // a part of at least stripe_min bytes, when lanes >= 2, is cut into up to `lanes`
 // pieces of stripe_piece() bytes, piece k on rail k; every other part goes whole
 // on rail `home`. Sender and receiver derive the same cut from the length alone;
-// a staged sender posting one part per slot produces the same pieces.
+// a staged sender posting one part per slot produces the same pieces. With flows
+// beside rails (all_min > 0), a part shorter than all_min is cut over the first
+// `near` lanes only (each rail's flow 0), one of at least all_min over all of them.
 struct WireCut {
   size_t part = 1;
   int lanes = 1;
   uint64_t stripe_min = 0;
   int home = 0;
+  int near = 0;
+  uint64_t all_min = 0;
 
   bool stripes(size_t part_len) const { return lanes >= 2 && stripe_min > 0 && part_len >= stripe_min; }
+  // The lanes a part of part_len bytes is cut over (when it stripes).
+  int lanes_for(size_t part_len) const { return all_min > 0 && part_len < all_min ? near : lanes; }
   // Calls f(rail, offset, length) for every message the cut makes, in posting order.
   template <class F>
   void each(size_t len, F&& f) const {
@@ -110,7 +116,7 @@ struct WireCut {
       if (!stripes(plen)) {
         f(home, off, plen);
       } else {
-        const size_t q = stripe_piece(plen, lanes);
+        const size_t q = stripe_piece(plen, lanes_for(plen));
         int lane = 0;
         for (size_t p = 0; p < plen; p += q) f(lane++, off + p, plen - p < q ? plen - p : q);
       }

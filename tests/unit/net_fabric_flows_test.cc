@@ -148,8 +148,28 @@ TEST(FabricFlows, LanesAndCut) {
   const WireCut sc = spread_cut(s, 1 << 30);
   EXPECT_EQ(sc.lanes, 6);
   EXPECT_EQ(sc.home, 1);
-  EXPECT_EQ(sc.stripe_min, kFlowsMinBytes);
+  // Rails from the stripe size (each rail's flow 0: lanes 0 and 1), every flow from
+  // kFlowsMinBytes: a part between the two is still striped over the rails.
+  EXPECT_EQ(sc.stripe_min, 128u << 10);
+  EXPECT_EQ(sc.near, 2);
+  EXPECT_EQ(sc.all_min, kFlowsMinBytes);
   EXPECT_EQ(sc.part, size_t{1} << 30);
+  auto cut_of = [&](size_t n) {
+    std::vector<std::tuple<int, size_t, size_t>> v;
+    sc.each(n, [&](int lane, size_t off, size_t k) { v.emplace_back(lane, off, k); });
+    return v;
+  };
+  EXPECT_EQ(cut_of(64 << 10), (std::vector<std::tuple<int, size_t, size_t>>{{1, 0, 64 << 10}}));
+  EXPECT_EQ(cut_of(192 << 10), (std::vector<std::tuple<int, size_t, size_t>>{{0, 0, 96 << 10}, {1, 96 << 10, 96 << 10}}));
+  const auto big = cut_of(6 * kFlowsMinBytes);
+  ASSERT_EQ(big.size(), 6u);
+  for (size_t k = 0; k < big.size(); ++k)
+    EXPECT_EQ(big[k], std::make_tuple(static_cast<int>(k), k * kFlowsMinBytes, kFlowsMinBytes));
+  // A stripe size at or above kFlowsMinBytes: one tier, every lane from it.
+  s.stripe_min = 512 << 10;
+  EXPECT_EQ(spread_cut(s, 1 << 30).stripe_min, 512u << 10);
+  EXPECT_EQ(spread_cut(s, 1 << 30).all_min, 0u);
+  s.stripe_min = 128 << 10;
   // Rails alone: as before (the stripe size).
   s.flows = 1;
   EXPECT_EQ(spread_cut(s, 1 << 30).stripe_min, 128u << 10);

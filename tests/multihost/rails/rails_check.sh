@@ -89,7 +89,7 @@ for h in $(seq 0 $((hosts - 1))); do
   done
 done
 for r in $(seq 0 $((rails - 1))); do
-  sent=$(grep -ho -E "(tcp;ofi_rxm|socket path) on eth$r: sent [0-9]*" "$out" | awk '{s += $NF} END {print s + 0}')
+  sent=$(grep -ho -E "(tcp;ofi_rxm|socket path) on eth$r(, flow [0-9]+ of [0-9]+)?: sent [0-9]*" "$out" | awk '{s += $NF} END {print s + 0}')
   echo "eth$r: $sent bytes sent by the transports (all ranks, all communicators)"
   [ "$sent" -gt 0 ] || { echo "FAIL: the transport sent nothing on eth$r"; bad=1; }
 done
