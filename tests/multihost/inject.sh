@@ -21,7 +21,9 @@ case $mode in
   default) env+=(--env DCCL_NET_SOCK_BYTES=512) ;;
   sockzero) env+=(--env DCCL_NET_SOCK_BYTES=0) ;;
   # Rank 1 then waits out its timeout (rank 0 answered the attacker): a short one.
-  trusted) env=(--env DCCL_TIMEOUT_S=8 --env DCCL_NET_SOCK_BYTES=512 --env DCCL_TRUST_NETWORK=1) ;;
+  # One libfabric flow per peer, so that each attacker claims one of rank 1's ports
+  # towards one of rank 0's (with 8 flows, 64 pairs would claim each port 8 times).
+  trusted) env=(--env DCCL_TIMEOUT_S=8 --env DCCL_NET_SOCK_BYTES=512 --env DCCL_TRUST_NETWORK=1 --env DCCL_NET_FLOWS=1) ;;
   *) fail "unknown mode $mode" ;;
 esac
 dir=$(mktemp -d)
