@@ -23,6 +23,7 @@ struct CommState {
   // How errors name peers ("rank 3 on node7"), by rank; empty: "rank N".
   std::vector<std::string> peer_names;
   int64_t spin_us = DCCL_DEFAULT_SPIN_US;
+  size_t busy_widen_bytes = 0;  // core/affinity.hpp
   int64_t timeout_ms = DCCL_DEFAULT_TIMEOUT_S * 1000;
   // Set once the communicator learned that a rank failed: waits then stop with its code.
   core::FailFlag fail;

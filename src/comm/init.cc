@@ -216,6 +216,7 @@ void Communicator::share_state() {
   state_.net = net_.get();
   state_.segment = segment_.get();
   state_.spin_us = plan_.spin.spin_us;
+  state_.busy_widen_bytes = plan_.spin.busy_widen_bytes;
   res_.comm = &state_;
   res_.tuner = tuner_.get();
   res_.paths = paths_.get();

@@ -39,6 +39,7 @@
   X(recorder_dir, "DCCL_RECORDER_DIR", Str, "", "Folder where each rank writes its flight recorder as JSON lines on a timeout, a failure (its own or another rank's), an abort, a fatal signal, SIGUSR2 or dcclCommDumpRecorder (empty: only where dcclCommDumpRecorder names a folder); dccl-trace reads them") \
   X(status_ms, "DCCL_STATUS_MS", Int, "1000", "Every this many milliseconds each rank publishes its current call, sequence number and last progress to the store, for dccl-info --job, and takes the dumps other ranks asked for (0: off)") \
   X(spin_us, "DCCL_SPIN_US", Int, DCCL_CFG_STR(DCCL_DEFAULT_SPIN_US), "Microseconds to poll a completion queue before yielding") \
+  X(busy_widen_bytes, "DCCL_BUSY_WIDEN_BYTES", Bytes, "64K", "While other processes keep the host's CPUs busy, a thread that its launcher bound to one CPU runs calls of at least this many bytes on every CPU of its NUMA node that it may use, and returns to its CPU for smaller calls and once the host is quiet again (core/affinity.hpp; 0: never)") \
   X(rank, "DCCL_RANK", Int, "-1", "This process's rank (dcclCommInitFromEnv)")                   \
   X(local_rank, "DCCL_LOCAL_RANK", Int, "-1", "This process's rank on its host: picks its network rail and its GPU; -1: from the launcher (LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, SLURM_LOCALID), else the topology") \
   X(world_size, "DCCL_WORLD_SIZE", Int, "-1", "Number of ranks (dcclCommInitFromEnv)")           \
@@ -64,6 +65,7 @@
   R("DCCL_SEGMENT_CHUNK_BYTES", 0, 256ULL << 20)                     \
   R("DCCL_RXM_EAGER_BYTES", 0, 64ULL << 20)                       \
   R("DCCL_SPIN_US", 0, 10000000)                                  \
+  R("DCCL_BUSY_WIDEN_BYTES", 0, 1ULL << 40)                       \
   R("DCCL_RECORDER", 0, 1ULL << 20)                               \
   R("DCCL_STATUS_MS", 0, 3600000)                                 \
   R("DCCL_RANK", -1, 16777215)                                    \

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "core/affinity.hpp"
 #include "core/host_sleepers.hpp"
 #include "core/log.hpp"
 
@@ -18,6 +19,11 @@ bool Contention::others_runnable_now() {
             "%d ranks here are asleep; waits sleep after their spin for the next %lld ms",
             running, asleep, ranks, static_cast<long long>(std::chrono::milliseconds(kHold).count()));
   return true;
+}
+
+void Contention::marked_in_wait(Clock::time_point now) {
+  mark(now);
+  Affinity::marked_busy();
 }
 
 int Contention::nr_running() {

@@ -33,8 +33,11 @@ class Contention {
   static bool busy(Clock::time_point now) { return ticks(now) < until_.load(std::memory_order_relaxed); }
   // A yield that started at `before` returned at `after`.
   static void yielded(Clock::time_point before, Clock::time_point after) {
-    if (after - before >= kLongYield && others_runnable_now()) mark(after);
+    if (after - before >= kLongYield && others_runnable_now()) marked_in_wait(after);
   }
+  // Marks the host busy from a wait of this thread, and lets the thread's running call
+  // leave its one CPU if it is large (core/affinity.hpp).
+  static void marked_in_wait(Clock::time_point now);
   // Whether other work has the host's CPUs: `running` tasks runnable (the reader
   // among them; < 0: unknown), `job_ranks` of the job's ranks on this host, of
   // which `asleep` sleep in a wait. The job's runnable ranks are the others, and

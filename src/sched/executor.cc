@@ -9,6 +9,7 @@
 #include "coll/algos.hpp"
 #include "mem/backend.hpp"
 #include "sched/check.hpp"
+#include "core/affinity.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/types.hpp"
@@ -110,6 +111,10 @@ struct Recording {
 }  // namespace
 
 void execute(ExecutorInputs& res, std::span<const Op> ops) {
+  // Beside busy processes a large call runs best unbound (core/affinity.hpp).
+  size_t bytes = 0;
+  for (const Op& op : ops) bytes += op.count * core::dtype_size(op.dt);
+  core::Affinity::before_call(bytes, res.comm->busy_widen_bytes);
   // Point-to-point calls of the group are posted together, so that matching
   // send/recv pairs between two ranks can never wait on each other.
   std::vector<const Op*> p2p;

@@ -68,6 +68,7 @@ Plan make_plan(const PlanInput& in, const core::Config& cfg) {
   p.hier_shard_bytes = coll::kHierShardBytes;
   p.hier_piece_bytes = cfg.hier_piece_bytes;
   p.spin = spin_plan(in.local_size, in.host_cores, cfg);
+  p.spin.busy_widen_bytes = cfg.busy_widen_bytes;
   p.algo_override = cfg.algo;
   return p;
 }

@@ -28,6 +28,9 @@ struct Window {
 struct SpinPlan {
   int64_t spin_us = 0;  // poll this long before yielding (0: yield at once)
   std::string why;      // where the value comes from, for logs and dccl-info
+  // While the host is busy, calls of at least this many bytes leave a one-CPU
+  // binding (core/affinity.hpp; 0: never).
+  size_t busy_widen_bytes = 0;
 };
 // host_cores: distinct CPUs the host's ranks may run on (0: unknown).
 SpinPlan spin_plan(int local_size, int host_cores, const core::Config& cfg);

@@ -61,8 +61,8 @@ void print_json(const Plan& p, bool ranks_by_host) {
          p.rd_max_bound);
   printf("  \"hier\": {\"used\": %s, \"shard_bytes\": %zu, \"piece_bytes\": %zu},\n", p.hier ? "true" : "false",
          p.hier_shard_bytes, p.hier_piece_bytes);
-  printf("  \"spin\": {\"spin_us\": %lld, \"why\": \"%s\"},\n", static_cast<long long>(p.spin.spin_us),
-         json_text(p.spin.why).c_str());
+  printf("  \"spin\": {\"spin_us\": %lld, \"why\": \"%s\", \"busy_widen_bytes\": %zu},\n",
+         static_cast<long long>(p.spin.spin_us), json_text(p.spin.why).c_str(), p.spin.busy_widen_bytes);
   printf("  \"algo_override\": \"%s\",\n  \"windows\": [", json_text(p.algo_override).c_str());
   const auto& table = algo_table();
   for (size_t i = 0; i < table.size(); ++i)
@@ -119,6 +119,11 @@ void print_text(const Plan& p) {
   else
     printf("  hierarchy       not used\n");
   printf("  waits           spin %lld us (%s)\n", static_cast<long long>(p.spin.spin_us), p.spin.why.c_str());
+  if (p.spin.busy_widen_bytes)
+    printf("  busy CPUs       calls from %s leave a one-CPU binding (DCCL_BUSY_WIDEN_BYTES)\n",
+           bytes_text(p.spin.busy_widen_bytes).c_str());
+  else
+    printf("  busy CPUs       bindings kept (DCCL_BUSY_WIDEN_BYTES=0)\n");
   if (!p.algo_override.empty()) printf("  DCCL_ALGO       %s\n", p.algo_override.c_str());
   printf("  algorithms, in order of preference (the first usable one whose window holds the size):\n");
   const auto& table = algo_table();
