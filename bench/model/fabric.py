@@ -164,8 +164,9 @@ def row_algo(variant, op):
     return "ring"
 
 
-# Bytes each sprayed flow keeps queued: DirectCCL's window (net/sock/spray.hpp kWindowBytes).
-WINDOW = 512 << 10
+# Bytes each sprayed flow keeps queued: DirectCCL's window (net/sock/spray.hpp kWindowBytes,
+# DCCL_NET_FLOW_WINDOW_BYTES; 512 KiB in the runs before 2026-12-05-fabric-window).
+WINDOW = 128 << 10
 
 
 def predict_row(r, nflows, buckets=0, window=None):

@@ -110,6 +110,7 @@ struct TransportOptions {
   // DCCL_NET_FLOWS: TCP connections per pair on the socket path (0: automatic,
   // net/sock/spray.hpp).
   int flows = 0;
+  size_t flow_window = 0;  // DCCL_NET_FLOW_WINDOW_BYTES (0: net/sock/spray.hpp's)
   // The job secret: both ends of a socket-path connection prove they know it.
   std::array<uint8_t, 16> secret{};
   // DCCL_TRUST_NETWORK: false (the default) keeps every untrusted provider

@@ -101,6 +101,7 @@ FabricTransport::FabricTransport(const TransportOptions& o) : LinkTransport(o) {
       std::find(tcp_ips.begin(), tcp_ips.end(), std::string()) == tcp_ips.end()) {
     sock_ = std::make_unique<SockPath>(o.rank, sock_max, o.timeout, tcp_ips, tcp_rails, o.secret);
     sock_->set_flows(o.flows);
+    sock_->set_flow_window(o.flow_window);
     self_.sock = sock_->address();
   }
 }

@@ -137,7 +137,9 @@ class BusBandwidth(unittest.TestCase):
         self.assertAlmostEqual(got, 16 * MIB / (t * 1e3) * 3 / 4, places=12)
         r = {"op": "all_gather", "hosts": 4, "variant": "hier", "size": 16 * MIB,
              "net": {"rate": "1gbit", "spines": 2, "leaves": None, "flow_rate": "250mbit"}}
-        t = 3 * (fabric.plan.LINK[0] + 4 * MIB / (125 * 0.95)) + 8 * (512 << 10) / (125 * 0.95)
+        # window=None: DirectCCL's default (net/sock/spray.hpp kWindowBytes, 128 KiB).
+        self.assertEqual(fabric.WINDOW, 128 << 10)
+        t = 3 * (fabric.plan.LINK[0] + 4 * MIB / (125 * 0.95)) + 8 * (128 << 10) / (125 * 0.95)
         self.assertAlmostEqual(fabric.predict_row(r, 8, window=None), 16 * MIB / (t * 1e3) * 3 / 4, places=12)
 
     def test_cap_buckets_shared(self):

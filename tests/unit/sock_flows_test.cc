@@ -173,6 +173,33 @@ TEST(SockFlows, BothWaysAtOnce) {
   });
 }
 
+// DCCL_NET_FLOW_WINDOW_BYTES below one chunk (the transport's option, as init passes
+// it): a flow takes its next chunk only once its queue drained below the window, and
+// every message still lands whole, both ways at once.
+TEST(SockFlows, WindowBelowAChunkStillCarriesEverything) {
+  TransportOptions o = flows_opts(4);
+  o.flow_window = 4096;
+  run_ranks(2, o, [](Ctx& c) {
+    const int peer = 1 - c.rank;
+    const std::vector<size_t> lens = {(size_t{8} << 20) + 3, spray::kSprayMinBytes, 12};
+    std::vector<std::vector<uint8_t>> out(lens.size()), in(lens.size());
+    std::vector<Request> rs(lens.size()), rr(lens.size());
+    std::vector<Request*> all;
+    for (size_t k = 0; k < lens.size(); ++k) {
+      in[k].assign(lens[k], 0);
+      c.t->irecv(peer, in[k].data(), lens[k], 200 + static_cast<int>(k), &rr[k]);
+      out[k].resize(lens[k]);
+      fill(out[k], c.rank, static_cast<int>(k));
+      c.t->isend(peer, out[k].data(), lens[k], 200 + static_cast<int>(k), &rs[k]);
+      all.push_back(&rr[k]);
+      all.push_back(&rs[k]);
+    }
+    c.t->wait(all.data(), all.size(), "exchange");
+    for (size_t k = 0; k < lens.size(); ++k)
+      CHILD_CHECK(rr[k].bytes == lens[k] && !rr[k].failed && verify(in[k], lens[k], peer, static_cast<int>(k)));
+  });
+}
+
 // A receive posted while its sprayed message is arriving as unexpected takes it over:
 // the bytes still to come go on into the early buffer and are copied at the end.
 TEST(SockFlows, ReceivePostedWhileChunksArrive) {

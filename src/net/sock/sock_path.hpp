@@ -58,6 +58,8 @@
 #include <utility>
 #include <vector>
 
+#include "net/sock/spray.hpp"
+
 namespace dccl::net {
 
 // A wire header's two words: a message's tag and length, or a chunk's offset and
@@ -103,6 +105,8 @@ class SockPath {
                std::chrono::steady_clock::time_point until = {}, const std::vector<bool>& local = {});
   // Flows (TCP connections) this rank asks for per pair: 0 automatic (DCCL_NET_FLOWS).
   void set_flows(int flows) { flows_ = flows; }
+  // Bytes a flow may hold queued before the spray passes it over (DCCL_NET_FLOW_WINDOW_BYTES).
+  void set_flow_window(size_t bytes) { window_ = bytes ? bytes : spray::kWindowBytes; }
   // Flows of the pair with `peer`: 0 when it is not reached over this path.
   int flows(int peer) const;
   // Payload bytes each flow to `peer` has sent, lead first.
@@ -251,6 +255,7 @@ class SockPath {
 
   int rank_;
   int flows_ = 0;  // asked for per pair (0: automatic)
+  size_t window_ = spray::kWindowBytes;
   uint64_t max_bytes_;
   std::chrono::milliseconds timeout_;
   std::array<uint8_t, 16> secret_{};

@@ -48,7 +48,7 @@ void SockPath::schedule_locked(Conn& lead) {
         queued[i] = f.dead.empty() ? f.tx_bytes + unacked_bytes(f.fd) : SIZE_MAX;
       }
     measured = true;
-    const int k = spray::pick_flow(queued, spray::kWindowBytes);
+    const int k = spray::pick_flow(queued, window_);
     if (k < 0) return;
     TxSpray& s = lead.spray_q.front();
     const size_t n = std::min(s.chunk, s.len - s.next);

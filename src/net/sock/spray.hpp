@@ -20,8 +20,14 @@ inline constexpr int kMaxFlows = 64;
 inline constexpr size_t kSprayMinBytes = size_t{256} << 10;
 // A flow takes a new chunk while fewer than this many of its bytes wait (in the
 // path's queue and in the kernel's send buffer, SIOCOUTQ): a flow that drains
-// slowly (capped, or sharing a path) is handed fewer chunks.
-inline constexpr size_t kWindowBytes = size_t{512} << 10;
+// slowly (capped, or sharing a path) is handed fewer chunks. Whatever waits is
+// ahead of a call's last chunk: on the capped fabric (4 hosts, 1 Gbit/s links, a
+// quarter of that per flow, 8 flows, a quiet machine) 16 MiB allreduce reached 0.91-0.92
+// of the link with 128 KiB, 0.88-0.91 with 256 KiB, 0.80-0.83 with 512 KiB; allgather
+// 0.88-0.90, 0.85-0.86, 0.68-0.85 (bench/results/2026-12-05-fabric-window). A flow
+// carries at most this much per round trip: DCCL_NET_FLOW_WINDOW_BYTES raises it
+// where one flow's rate times the round trip is larger.
+inline constexpr size_t kWindowBytes = size_t{128} << 10;
 
 // The pair's flows: each end's wish (0: automatic) resolved for the pair, the smaller.
 inline int pair_flows(int mine, int theirs, bool local) {
