@@ -59,23 +59,6 @@ std::string node_cpus(int cpu) {
   return node.empty() ? "" : read_line("/sys/devices/system/node/" + node + "/cpulist");
 }
 
-std::string list_of(const cpu_set_t& s) {
-  std::string out;
-  for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (!CPU_ISSET(c, &s)) continue;
-    int e = c;
-    while (e + 1 < CPU_SETSIZE && CPU_ISSET(e + 1, &s)) ++e;
-    if (!out.empty()) out += ',';
-    out += std::to_string(c);
-    if (e > c) {
-      out += '-';
-      out += std::to_string(e);
-    }
-    c = e;
-  }
-  return out;
-}
-
 void first_call(State& s) {
   s.phase = Phase::Leave;
   if (sched_getaffinity(0, sizeof(s.narrow), &s.narrow) != 0 || CPU_COUNT(&s.narrow) != 1) return;
@@ -97,7 +80,7 @@ void set(State& s, Phase to) {
     s.said = true;
     DCCL_INFO("busy CPUs: calls of at least %zu bytes on this thread run on CPUs %s while the host is busy "
               "(bound to CPU %d otherwise; DCCL_BUSY_WIDEN_BYTES)",
-              s.widen_bytes, list_of(s.wide).c_str(), s.own);
+              s.widen_bytes, Affinity::cpu_list_text(s.wide).c_str(), s.own);
   }
 }
 
@@ -125,6 +108,23 @@ void Affinity::marked_busy() {
 }
 
 bool Affinity::widened() { return t_state.phase == Phase::Wide; }
+
+std::string Affinity::cpu_list_text(const cpu_set_t& s) {
+  std::string out;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (!CPU_ISSET(c, &s)) continue;
+    int e = c;
+    while (e + 1 < CPU_SETSIZE && CPU_ISSET(e + 1, &s)) ++e;
+    if (!out.empty()) out += ',';
+    out += std::to_string(c);
+    if (e > c) {
+      out += '-';
+      out += std::to_string(e);
+    }
+    c = e;
+  }
+  return out;
+}
 
 bool Affinity::parse_cpu_list(const std::string& text, cpu_set_t* out) {
   CPU_ZERO(out);

@@ -35,6 +35,8 @@ class Affinity {
   // CPU) within `node` (its NUMA node's, empty when unknown), never empty: `own` at
   // least. Lists in the kernel's format ("0-3,8,10-11"); exposed for tests.
   static cpu_set_t wide_set(int own, const std::string& allowed, const std::string& node);
+  // A CPU set in the kernel's list format ("0-3,8"); empty for an empty set.
+  static std::string cpu_list_text(const cpu_set_t& s);
   // Parses a kernel CPU list into `out`; false when the text is not one.
   static bool parse_cpu_list(const std::string& text, cpu_set_t* out);
 };

@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "core/affinity.hpp"
 #include "core/error.hpp"
 
 namespace dccl::topo {
@@ -85,20 +86,7 @@ std::string host_identity(const std::string& host_id_setting, const std::string&
 std::string affinity_text() {
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof(set), &set) != 0) return "";
-  std::string out;
-  for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (!CPU_ISSET(c, &set)) continue;
-    int end = c;
-    while (end + 1 < CPU_SETSIZE && CPU_ISSET(end + 1, &set)) ++end;
-    if (!out.empty()) out += ',';
-    out += std::to_string(c);
-    if (end > c) {
-      out += '-';
-      out += std::to_string(end);
-    }
-    c = end;
-  }
-  return out;
+  return core::Affinity::cpu_list_text(set);
 }
 
 int union_cpu_count(const std::vector<std::string>& lists) {

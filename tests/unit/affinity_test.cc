@@ -37,6 +37,10 @@ TEST(Affinity, ParsesKernelCpuLists) {
   EXPECT_FALSE(Affinity::parse_cpu_list("3-1", &s));
   EXPECT_FALSE(Affinity::parse_cpu_list("2x", &s));
   EXPECT_FALSE(Affinity::parse_cpu_list("0-99999", &s));
+  ASSERT_TRUE(Affinity::parse_cpu_list("0-3,8,10-11", &s));
+  EXPECT_EQ(Affinity::cpu_list_text(s), "0-3,8,10-11");
+  CPU_ZERO(&s);
+  EXPECT_EQ(Affinity::cpu_list_text(s), "");
 }
 
 TEST(Affinity, WideSetIsTheAllowedCpusOfTheNode) {
