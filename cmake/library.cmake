@@ -21,6 +21,16 @@ list(FILTER DCCL_SOURCES EXCLUDE REGEX "/src/plugin/")
 add_library(dccl_objects OBJECT ${DCCL_SOURCES})
 target_include_directories(dccl_objects PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
 target_compile_options(dccl_objects PRIVATE ${DCCL_WARN} ${DCCL_ARCH_OPTIONS})
+# Thread-locals in a shared library are reached through __tls_get_addr by default
+# (a call and a lookup per access); with TLS descriptors (x86-64) an access to a
+# variable in the static TLS block is a load. The library's hot path touches a few
+# per call (the flight recorder's current entry, the affinity state), about 70
+# instructions of an 8-byte allreduce's 3,300 (bench/results/2026-12-05-small).
+include(CheckCXXCompilerFlag)
+check_cxx_compiler_flag(-mtls-dialect=gnu2 DCCL_HAVE_TLSDESC)
+if(DCCL_HAVE_TLSDESC)
+  target_compile_options(dccl_objects PRIVATE -mtls-dialect=gnu2)
+endif()
 target_compile_definitions(dccl_objects PRIVATE DCCL_VERSION_STRING="${PROJECT_VERSION}")
 target_link_libraries(dccl_objects PRIVATE PkgConfig::FABRIC Threads::Threads)
 set_target_properties(dccl_objects PROPERTIES C_VISIBILITY_PRESET hidden CXX_VISIBILITY_PRESET hidden

@@ -61,7 +61,7 @@ std::string StatusPublisher::record() const {
   if (any) {
     snprintf(nums, sizeof(nums), ",\"seq\":%llu,\"count\":%llu,\"start_ns\":%lld,\"end_ns\":%lld,\"steps\":%u,\"result\":%d",
              static_cast<unsigned long long>(e.seq), static_cast<unsigned long long>(e.count),
-             static_cast<long long>(e.start_ns), static_cast<long long>(e.end_ns), e.nsteps + e.dropped, e.result);
+             static_cast<long long>(core::Recorder::ns(e.start_t)), static_cast<long long>(core::Recorder::ns(e.end_t)), e.nsteps + e.dropped, e.result);
     out += nums;
     for (const auto& [key, value] : {std::pair<const char*, const char*>{",\"coll\":", e.coll},
                                      {",\"type\":", e.type}, {",\"algo\":", e.algo}}) {

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "core/ticks.hpp"
+
 namespace dccl::core {
 
 namespace {
@@ -94,19 +96,19 @@ class Out {
   char buf_[4096];
 };
 
-void write_entry(Out& o, int rank, const RecEntry& e) {
+void write_entry(Out& o, int rank, const RecEntry& e, const ticks::Scale& sc) {
   o.s("{\"rank\":").i(rank);
   o.k("seq").u(e.seq).k("coll").q(e.coll).k("count").u(e.count).k("type").q(e.type).k("op").q(e.op);
   o.k("root").i(e.root).k("peer").i(e.peer).k("algo").q(e.algo).k("path").q(e.path);
-  o.k("start_ns").i(e.start_ns).k("end_ns").i(e.end_ns).k("result").i(e.result);
+  o.k("start_ns").i(sc.to_ns(e.start_t)).k("end_ns").i(sc.to_ns(e.end_t)).k("result").i(e.result);
   o.k("sent").u(e.sent).k("recv").u(e.recvd).k("tag").q(e.tag).k("user_seq").u(e.user_seq);
   o.k("dropped_steps").u(e.dropped).k("steps").c('[');
   const uint32_t n = e.nsteps < RecEntry::kSteps ? e.nsteps : RecEntry::kSteps;
   for (uint32_t j = 0; j < n; ++j) {
     const RecStep& st = e.steps[j];
     if (j) o.c(',');
-    o.c('[').i(st.peer).c(',').q(st.send ? "send" : "recv").c(',').u(st.bytes).c(',').i(st.posted_ns).c(',');
-    o.i(st.done_ns).c(']');
+    o.c('[').i(st.peer).c(',').q(st.send ? "send" : "recv").c(',').u(st.bytes).c(',').i(sc.to_ns(st.posted_t)).c(',');
+    o.i(sc.to_ns(st.done_t)).c(']');
   }
   o.s("]}\n");
 }
@@ -146,6 +148,7 @@ void on_signal(int sig) {
 
 Recorder::Recorder(size_t capacity) : cap_(capacity) {
   if (cap_ == 0) return;
+  ticks::init();
   ring_ = std::make_unique<RecEntry[]>(cap_);
   for (int i = 0; i < kSlots; ++i) {
     Recorder* none = nullptr;
@@ -186,11 +189,14 @@ int64_t Recorder::now_ns() {
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
+int64_t Recorder::ns(uint64_t tick) { return ticks::to_ns(tick); }
+
 RecEntry* Recorder::begin(uint64_t seq, const char* coll, uint64_t count, const char* type, const char* op, int root,
                           int peer) {
   if (cap_ == 0) return nullptr;
   const uint64_t n = head_.load(std::memory_order_relaxed);
-  RecEntry* e = &ring_[n % cap_];
+  RecEntry* e = &ring_[slot_next_];  // n % cap_, without a division on every call
+  if (++slot_next_ == cap_) slot_next_ = 0;
   e->seq = seq;
   e->user_seq = user_seq_;
   e->coll = coll;
@@ -205,14 +211,18 @@ RecEntry* Recorder::begin(uint64_t seq, const char* coll, uint64_t count, const 
   e->error = 0;
   e->nsteps = e->dropped = 0;
   e->sent = e->recvd = 0;
-  e->end_ns = 0;
-  memcpy(e->tag, tag_, sizeof(tag_));
-  if (user_seq_) {  // a tag names one call
-    tag_[0] = '\0';
-    user_seq_ = 0;
+  e->end_t = 0;
+  if (tag_[0]) {
+    memcpy(e->tag, tag_, sizeof(tag_));
+    if (user_seq_) {  // a tag names one call
+      tag_[0] = '\0';
+      user_seq_ = 0;
+    }
+  } else {
+    e->tag[0] = '\0';
   }
-  e->start_ns = now_ns();
-  last_ns_.store(e->start_ns, std::memory_order_relaxed);
+  e->start_t = ticks::now();
+  last_t_.store(e->start_t, std::memory_order_relaxed);
   head_.store(n + 1, std::memory_order_release);
   e->prev = tls_current.e;  // a sub-communicator's call runs inside its parent's
   e->prev_rec = tls_current.r;
@@ -222,9 +232,9 @@ RecEntry* Recorder::begin(uint64_t seq, const char* coll, uint64_t count, const 
 
 void Recorder::end(RecEntry* e, int result) {
   if (!e) return;
-  e->end_ns = now_ns();
+  e->end_t = ticks::now();
   e->result = result;
-  last_ns_.store(e->end_ns, std::memory_order_relaxed);
+  last_t_.store(e->end_t, std::memory_order_relaxed);
   tls_current = {e->prev, e->prev_rec};
 }
 
@@ -251,23 +261,23 @@ void Recorder::posted(int peer, bool send, uint64_t bytes) {
   s.peer = peer;
   s.send = send ? 1 : 0;
   s.bytes = bytes;
-  s.posted_ns = now_ns();
-  s.done_ns = 0;
+  s.posted_t = ticks::now();
+  s.done_t = 0;
 }
 
 void Recorder::step(int peer, bool send, uint64_t bytes) {
   RecEntry* e = tls_current.e;
   if (!e) return;
-  const int64_t t = now_ns();
+  const uint64_t t = ticks::now();
   (send ? e->sent : e->recvd) += bytes;
   for (uint32_t i = 0; i < e->nsteps; ++i) {  // the oldest of this peer's transfers in flight
     RecStep& s = e->steps[i];
-    if (s.done_ns == 0 && s.peer == peer && s.send == (send ? 1u : 0u)) {
-      s.done_ns = t;
+    if (s.done_t == 0 && s.peer == peer && s.send == (send ? 1u : 0u)) {
+      s.done_t = t;
       break;
     }
   }
-  if (tls_current.r) tls_current.r->last_ns_.store(t, std::memory_order_relaxed);
+  if (tls_current.r) tls_current.r->last_t_.store(t, std::memory_order_relaxed);
 }
 
 bool Recorder::latest(RecEntry* out) const {
@@ -309,14 +319,15 @@ bool Recorder::dump(const char* reason, const char* dir) const noexcept {
   {
     Out o(fd);
     const uint64_t head = head_.load(std::memory_order_acquire);
+    const ticks::Scale sc = ticks::scale();
     // The oldest slot is the next one begin() takes: a dump taken while the ring's
     // writer runs (another thread, or the thread a signal interrupted) leaves it out.
     const uint64_t first = head >= cap_ ? head - cap_ + 1 : 0;
     o.s("{\"header\":1").k("rank").i(rank_).k("nranks").i(nranks_).k("host").q(host_).k("pid").i(getpid());
     o.k("comm").q(comm_).k("reason").q(reason).k("time_ns").i(now_ns()).k("calls").u(head);
-    o.k("capacity").u(cap_).k("first").u(first).k("last_progress_ns").i(last_ns_.load());
+    o.k("capacity").u(cap_).k("first").u(first).k("last_progress_ns").i(sc.to_ns(last_t_.load()));
     o.k("hosts").s(hosts_json_.c_str()).s("}\n");
-    for (uint64_t j = first; j < head; ++j) write_entry(o, rank_, ring_[j % cap_]);
+    for (uint64_t j = first; j < head; ++j) write_entry(o, rank_, ring_[j % cap_], sc);
     o.flush();
     ok = o.ok();
   }

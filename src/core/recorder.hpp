@@ -22,7 +22,7 @@ struct RecStep {
   int32_t peer = -1;
   uint32_t send = 0;  // 1: sent to peer, 0: received from peer
   uint64_t bytes = 0;
-  int64_t posted_ns = 0, done_ns = 0;  // CLOCK_REALTIME; done 0: still in flight
+  uint64_t posted_t = 0, done_t = 0;  // ticks (core/ticks.hpp); done 0: still in flight
 };
 
 struct RecEntry {
@@ -39,7 +39,7 @@ struct RecEntry {
   int32_t result = -1;                    // dcclResult_t once ended; -1: running
   int32_t error = 0;                      // the error the call is failing with (Recorder::failing)
   uint32_t nsteps = 0, dropped = 0;
-  int64_t start_ns = 0, end_ns = 0;
+  uint64_t start_t = 0, end_t = 0;    // ticks (core/ticks.hpp): Recorder::ns() converts
   uint64_t sent = 0, recvd = 0;           // bytes over every step, kept or not
   char tag[32] = {};                      // the caller's group name (dcclCommSetCallTag)
   RecStep steps[kSteps];
@@ -87,7 +87,7 @@ class Recorder {
 
   // Live state for the status record.
   uint64_t calls() const { return head_.load(std::memory_order_relaxed); }
-  int64_t last_progress_ns() const { return last_ns_.load(std::memory_order_relaxed); }
+  int64_t last_progress_ns() const { return ns(last_t_.load(std::memory_order_relaxed)); }
   // Copies the latest entry (running or not) into *out; false when there is none.
   bool latest(RecEntry* out) const;
 
@@ -102,13 +102,16 @@ class Recorder {
   // demand. A signal whose handler the application set already is left alone.
   static void install_signal_handlers();
 
+  // CLOCK_REALTIME now, and of a recorded tick (0 stays 0).
   static int64_t now_ns();
+  static int64_t ns(uint64_t tick);
 
  private:
   size_t cap_;
   std::unique_ptr<RecEntry[]> ring_;
   std::atomic<uint64_t> head_{0};  // calls begun
-  std::atomic<int64_t> last_ns_{0};
+  size_t slot_next_ = 0;            // the slot the next call takes: head_ % cap_
+  std::atomic<uint64_t> last_t_{0};  // ticks
   char tag_[32] = {};
   uint64_t user_seq_ = 0;
   int rank_ = 0, nranks_ = 0;

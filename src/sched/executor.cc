@@ -96,16 +96,19 @@ coll::ScratchPool& ExecutorInputs::scratch_for(mem::Backend& be) {
 
 namespace {
 // The flight recorder's entry for a call (or a group's send/recv), closed with the
-// call's result when it leaves, by an error too.
+// call's result when it leaves: success once done() was called, else (an error is
+// on its way out) the error it failed with.
 struct Recording {
   core::Recorder* rec;
   core::RecEntry* e;
+  bool ok = false;
   Recording(core::Recorder* r, const Op& op, const char* coll, uint64_t count)
       : rec(r), e(r ? r->begin(op.seq, coll, count, core::dtype_name(op.dt), op.premul ? "premulsum" : core::op_name(op.op),
                                op.root, op.coll == Coll::SendRecv ? op.peer : -1)
                     : nullptr) {}
+  void done() { ok = true; }
   ~Recording() {
-    if (e) rec->end(e, !std::uncaught_exceptions() ? dcclSuccess : e->error ? e->error : dcclInternalError);
+    if (e) rec->end(e, ok ? dcclSuccess : e->error ? e->error : dcclInternalError);
   }
 };
 }  // namespace
@@ -167,6 +170,7 @@ void execute(ExecutorInputs& res, std::span<const Op> ops) {
                                                    e.what()));
       }
       count_op(res);
+      rec.done();
       continue;
     }
     coll::Label name;
@@ -182,11 +186,13 @@ void execute(ExecutorInputs& res, std::span<const Op> ops) {
     coll::Args args{send, op.recv, op.count, op.root};
     ch.entry->flat(ctx, args);
     count_op(res);
+    rec.done();
   }
   for (size_t i = 0; i < p2p.size(); ++i) {
     pctx[i]->wait(xfers[i]);
     count_op(res);
   }
+  if (p2p_rec) p2p_rec->done();
 }
 
 }  // namespace dccl::sched

@@ -52,15 +52,15 @@ TEST(Recorder, StepsAreKeptThenCounted) {
   Recorder r(2);
   RecEntry* e = r.begin(1, "all_gather", 8, "int32", "sum", 0, -1);
   for (uint32_t i = 0; i < RecEntry::kSteps + 3; ++i) Recorder::posted(static_cast<int>(i % 3), i % 2 == 0, 10);
-  EXPECT_EQ(e->steps[1].done_ns, 0);  // in flight
+  EXPECT_EQ(e->steps[1].done_t, 0);  // in flight
   for (uint32_t i = 0; i < RecEntry::kSteps + 3; ++i) Recorder::step(static_cast<int>(i % 3), i % 2 == 0, 10);
   EXPECT_EQ(e->nsteps, RecEntry::kSteps);
   EXPECT_EQ(e->dropped, 3u);
   EXPECT_EQ(e->sent + e->recvd, 10u * (RecEntry::kSteps + 3));
   EXPECT_EQ(e->steps[1].peer, 1);
   EXPECT_EQ(e->steps[1].send, 0u);
-  EXPECT_GE(e->steps[1].posted_ns, e->start_ns);
-  EXPECT_GE(e->steps[1].done_ns, e->steps[1].posted_ns);
+  EXPECT_GE(e->steps[1].posted_t, e->start_t);
+  EXPECT_GE(e->steps[1].done_t, e->steps[1].posted_t);
   r.end(e, 0);
   Recorder::step(0, true, 99);  // no call: nothing recorded
   RecEntry last;
