@@ -9,8 +9,12 @@ endif
 
 .PHONY: all deps deps-torch build run check test test-torch test-gpu-dryrun test-asan test-tsan print-san-ci clean
 
-# Sanitizer builds (CUDA off: its static runtime does not mix with the sanitizers).
-SAN_FLAGS = -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDCCL_CUDA=OFF -DDCCL_FUZZ=OFF $(CMAKE_FLAGS)
+# Sanitizer builds (CUDA off: its static runtime does not mix with the sanitizers),
+# at -O1 with line tables only (-g1): the sanitizers' reports keep their function
+# names and lines, and the build takes half the time of -O2 -g (8 s against 17 for
+# src/net/sock/sock_path.cc under ASan on this machine).
+SAN_FLAGS = -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
+            "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" -DDCCL_CUDA=OFF -DDCCL_FUZZ=OFF $(CMAKE_FLAGS)
 # SAN_TESTS: a ctest -R regex to run a subset; CI uses SAN_CI.
 SAN_TESTS ?= .
 SAN_CI = unit\.|integration\.|plugin\.|mp\.small\.shm\.n3|mp\.small\.tcp\.n2|mp\.sim\.pd[01]\.shm\.n3|mp\.paths\.shm\.n2|faults\.(mismatch|abort|secret)

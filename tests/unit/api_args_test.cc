@@ -60,41 +60,6 @@ class Env : public ShmApiEnv {
 };
 [[maybe_unused]] ::testing::Environment* const g_env = ::testing::AddGlobalTestEnvironment(new Env);
 
-// Every rank all-reduces rank-dependent int32 and float data (on a stream of its
-// own when on_stream); results are compared with references computed here.
-void expect_allreduce_works(const std::vector<dcclComm_t>& cs, bool on_stream = false) {
-  const int n = static_cast<int>(cs.size());
-  const size_t count = 1027;
-  on_ranks(n, [&](int r) {
-    dcclComm_t c = cs[static_cast<size_t>(r)];
-    dcclStream_t s = nullptr;
-    if (on_stream && dcclStreamCreate(&s) != dcclSuccess) FAIL() << last_error();
-    std::vector<int32_t> ii(count), io(count, -1);
-    std::vector<float> fi(count), fo(count, -1.0f);
-    for (size_t i = 0; i < count; ++i) {
-      ii[i] = static_cast<int32_t>(i * 7) - 1000 * r + 3;
-      fi[i] = 0.25f * static_cast<float>(i % 97) + 1.5f * static_cast<float>(r);
-    }
-    EXPECT_EQ(dcclAllReduce(ii.data(), io.data(), count, dcclInt32, dcclSum, c, s), dcclSuccess) << last_error(c);
-    EXPECT_EQ(dcclAllReduce(fi.data(), fo.data(), count, dcclFloat32, dcclSum, c, s), dcclSuccess) << last_error(c);
-    if (s) {
-      EXPECT_EQ(dcclStreamSynchronize(s), dcclSuccess) << last_error(c);
-      EXPECT_EQ(dcclStreamDestroy(s), dcclSuccess) << last_error();
-    }
-    int wrong = 0;
-    for (size_t i = 0; i < count; ++i) {
-      int64_t iref = 0;
-      double fref = 0;
-      for (int q = 0; q < n; ++q) {
-        iref += static_cast<int64_t>(i * 7) - 1000 * q + 3;
-        fref += 0.25 * static_cast<double>(i % 97) + 1.5 * q;
-      }
-      if (io[i] != iref || std::abs(fo[i] - fref) > 1e-5 * (1 + std::abs(fref))) ++wrong;
-    }
-    EXPECT_EQ(wrong, 0) << "rank " << r << " of " << n << ": wrong allreduce sums";
-  });
-}
-
 enum Fn { kAllReduce, kReduce, kBroadcast, kAllGather, kReduceScatter, kAlltoAll, kSend, kRecv, kNumFns };
 const char* const kFnName[] = {"dcclAllReduce", "dcclReduce",   "dcclBroadcast", "dcclAllGather",
                                "dcclReduceScatter", "dcclAlltoAll", "dcclSend",   "dcclRecv"};
@@ -364,11 +329,6 @@ std::string world_name(const ::testing::TestParamInfo<int>& i) {
 }
 INSTANTIATE_TEST_SUITE_P(Ranks, ApiArgs, ::testing::Values(1, 2, 3), world_name);
 
-void expect_code(dcclResult_t got, dcclResult_t want, const std::string& word, const char* what) {
-  EXPECT_EQ(got, want) << what;
-  EXPECT_NE(last_error().find(word), std::string::npos)
-      << what << ": last error '" << last_error() << "' does not name " << word;
-}
 
 TEST(ApiArgsInit, InitRankRefusesBadArguments) {
   dcclUniqueId id;
@@ -568,52 +528,4 @@ TEST(ApiArgsErrors, LastErrorIsPerThread) {
   EXPECT_EQ(last_error(), mine);
 }
 
-}  // namespace
-
-namespace {
-// dcclCommInitAll: n ranks of this process in one call; each works from its own
-// thread, results checked against sums computed here; bad input refused.
-TEST(ApiInitAll, MakesWorkingRanksAndRefusesBadInput) {
-  for (int n : {1, 2, 4}) {
-    std::vector<dcclComm_t> cs(static_cast<size_t>(n), nullptr);
-    const std::vector<int> devs = {0, 1, 2, 3};
-    ASSERT_EQ(dcclCommInitAll(cs.data(), n, n == 2 ? devs.data() : nullptr), dcclSuccess) << last_error();
-    for (int r = 0; r < n; ++r) {
-      int rank = -1, size = -1;
-      ASSERT_EQ(dcclCommUserRank(cs[static_cast<size_t>(r)], &rank), dcclSuccess);
-      ASSERT_EQ(dcclCommCount(cs[static_cast<size_t>(r)], &size), dcclSuccess);
-      EXPECT_EQ(rank, r);
-      EXPECT_EQ(size, n);
-    }
-    expect_allreduce_works(cs);
-    on_ranks(n, [&](int r) { EXPECT_EQ(dcclCommDestroy(cs[static_cast<size_t>(r)]), dcclSuccess) << last_error(); });
-  }
-  dcclComm_t c[2] = {reinterpret_cast<dcclComm_t>(0x1), reinterpret_cast<dcclComm_t>(0x1)};
-  expect_code(dcclCommInitAll(nullptr, 2, nullptr), dcclInvalidArgument, "comms is NULL", "NULL comms");
-  expect_code(dcclCommInitAll(c, 0, nullptr), dcclInvalidArgument, "ndev 0", "ndev 0");
-  expect_code(dcclCommInitAll(c, -3, nullptr), dcclInvalidArgument, "ndev -3", "ndev -3");
-  const int bad[2] = {0, -1};
-  expect_code(dcclCommInitAll(c, 2, bad), dcclInvalidArgument, "devlist[1]", "negative device");
-}
-
-// One thread destroys the ranks of a dcclCommInitAll in turn (as NCCL programs do):
-// no destroy waits for a rank not yet reached (before: each waited DCCL_TIMEOUT_S
-// for the others at the store). An abort among them frees the rest too.
-TEST(ApiInitAll, OneThreadDestroysTheRanksInTurn) {
-  setenv("DCCL_TIMEOUT_S", "20", 1);
-  for (bool abort_one : {false, true}) {
-    std::vector<dcclComm_t> cs(3, nullptr);
-    ASSERT_EQ(dcclCommInitAll(cs.data(), 3, nullptr), dcclSuccess) << last_error();
-    expect_allreduce_works(cs, true);
-    const auto t0 = std::chrono::steady_clock::now();
-    for (size_t r = 0; r < cs.size(); ++r) {
-      if (abort_one && r == 1) EXPECT_EQ(dcclCommAbort(cs[r]), dcclSuccess) << last_error();
-      else EXPECT_EQ(dcclCommDestroy(cs[r]), dcclSuccess) << last_error();
-    }
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    EXPECT_LT(s, 10.0) << "destroying 3 ranks from one thread took " << s << " s (abort one: " << abort_one << ")";
-    expect_code(dcclCommDestroy(cs[0]), dcclInvalidUsage, "not a live communicator", "destroyed twice");
-  }
-  unsetenv("DCCL_TIMEOUT_S");
-}
 }  // namespace
