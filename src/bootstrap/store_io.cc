@@ -201,6 +201,11 @@ void Server::read_conn(uint64_t cid, Conn& c) {
       continue;
     } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
       return;
+    } else if (errno == ECONNRESET && c.in_off == c.in.size()) {
+      // A peer that exits with a reply still unread (a rank's failure watcher, whose
+      // GET is parked until the job ends) resets instead of closing: between frames
+      // that is a close, not a fault worth a warning.
+      kill(c, "peer reset the connection between frames", false);
     } else {
       kill(c, "recv: " + sock::errno_text(errno), c.authed);
     }
