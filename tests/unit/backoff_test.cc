@@ -1,5 +1,5 @@
 // Waits: core::Backoff's phases (spin, yield, naps) on a quiet and on a busy
-// machine (core::Contention), the naps' growth, and the shared segment's futex
+// machine (core::Contention), the busy spin that follows recent waits, the naps' growth, and the shared segment's futex
 // (a sleeper is woken by a raised flag long before its nap ends), the seats
 // (each rank's last CPU) and the segment waits' spin budget from them.
 #include <gtest/gtest.h>
@@ -68,6 +68,50 @@ TEST(Backoff, BusyMachineSleepsAfterTheSpin) {
   EXPECT_TRUE(b.idle(t0 + microseconds(60), true, naps.fn()));  // then sleeps: no yield
   EXPECT_EQ(naps.ns.size(), 1u);
   Contention::reset();
+}
+
+TEST(Backoff, BusyMachineSpinsOnWhileRecentWaitsWereShort) {
+  const auto t0 = Clock::now();
+  Contention::mark(t0);
+  Backoff::reset_waits();
+  for (int i = 0; i < 20; ++i) Backoff::note_wait(microseconds(400));  // the average nears 400 us
+  EXPECT_GT(Backoff::recent_wait(), microseconds(390));
+  {
+    Backoff b(50, t0);
+    Naps naps;
+    EXPECT_FALSE(b.idle(t0 + microseconds(60), true, naps.fn()));   // past the 50 us: spins on
+    EXPECT_FALSE(b.idle(t0 + microseconds(700), true, naps.fn()));  // up to twice the average
+    EXPECT_TRUE(b.idle(t0 + microseconds(900), true, naps.fn()));   // then sleeps
+    EXPECT_EQ(naps.ns.size(), 1u);
+  }  // this wait (900 us) joins the average
+  EXPECT_GT(Backoff::recent_wait(), microseconds(500));
+  for (int i = 0; i < 12; ++i) Backoff::note_wait(milliseconds(40));  // long waits: a late peer
+  {
+    Backoff b(50, t0);
+    Naps naps;
+    EXPECT_TRUE(b.idle(t0 + microseconds(60), true, naps.fn()));  // sleeps after its own spin
+    EXPECT_EQ(naps.ns.size(), 1u);
+  }
+  for (int i = 0; i < 40; ++i) Backoff::note_wait(milliseconds(1));
+  {
+    Backoff b(50, t0);  // however short the waits were, at most kMaxBusySpin
+    Naps naps;
+    EXPECT_FALSE(b.idle(t0 + microseconds(1900), true, naps.fn()));
+    EXPECT_TRUE(b.idle(t0 + microseconds(2100), true, naps.fn()));
+  }
+  {
+    Backoff none(0, t0);  // no spin budget: never spins
+    Naps naps;
+    EXPECT_TRUE(none.idle(t0, true, naps.fn()));
+  }
+  Contention::reset();
+  {
+    Backoff quiet(50, t0);  // a quiet machine keeps its configured spin, then yields
+    Naps naps;
+    EXPECT_TRUE(quiet.idle(t0 + microseconds(60), true, naps.fn()));
+    EXPECT_TRUE(naps.ns.empty());
+  }
+  Backoff::reset_waits();
 }
 
 TEST(Backoff, BusyMachineSleepsWithoutASpinBudget) {
