@@ -26,6 +26,7 @@ def sniff(iface, ip, port, out, seconds):
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
     s.bind((iface, 0))
     s.settimeout(0.2)
+    print("sniff: watching %s" % iface, flush=True)  # bench/soak starts the job after this line
     dst = socket.inet_aton(ip)
     flow, isn, data, first = None, None, {}, None
     end = time.time() + seconds
