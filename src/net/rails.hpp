@@ -128,6 +128,35 @@ struct WireCut {
     each(len, [&](int, size_t, size_t) { ++n; });
     return n;
   }
+  // As each(), but a striped part is cut in proportion to w[lane] (one weight per
+  // lane, each >= 1; the part's lanes_for() first ones used): piece k is the part's
+  // share w[k] / sum rounded down to kStripeAlign, the part's last lane takes the
+  // rest, and a lane whose share rounds to nothing gets no piece. Both ends call it
+  // with the weights the sender chose (net/fabric/striped_link.cc's split note).
+  template <class F>
+  void each_weighted(size_t len, const uint16_t* w, F&& f) const {
+    if (len == 0) return f(home, size_t{0}, size_t{0});
+    for (size_t off = 0; off < len;) {
+      const size_t plen = len - off < part ? len - off : part;
+      if (!stripes(plen)) {
+        f(home, off, plen);
+      } else {
+        const int n = lanes_for(plen);
+        uint64_t sum = 0;
+        for (int k = 0; k < n; ++k) sum += w[k];
+        const uint64_t pages = plen / kStripeAlign;
+        size_t p = 0;
+        for (int k = 0; k < n && p < plen; ++k) {
+          size_t q = k == n - 1 ? plen - p : static_cast<size_t>(pages * w[k] / sum) * kStripeAlign;
+          if (q > plen - p) q = plen - p;
+          if (q == 0) continue;
+          f(k, off + p, q);
+          p += q;
+        }
+      }
+      off += plen;
+    }
+  }
   // ceil(part_len / lanes) rounded up to kStripeAlign (so at most `lanes` pieces).
   static size_t stripe_piece(size_t part_len, int lanes);
 };

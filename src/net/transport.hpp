@@ -111,6 +111,11 @@ struct TransportOptions {
   // net/sock/spray.hpp).
   int flows = 0;
   size_t flow_window = 0;  // DCCL_NET_FLOW_WINDOW_BYTES (0: net/sock/spray.hpp's)
+  // DCCL_NET_LANE_RATES: striped libfabric links cut in proportion to their lanes'
+  // measured rates (net/fabric/lane_meter.hpp); false: equal pieces.
+  bool lane_rates = true;
+  // Striped libfabric links cut by these weights, one per lane, instead (tests).
+  std::vector<uint16_t> lane_weights;
   // The job secret: both ends of a socket-path connection prove they know it.
   std::array<uint8_t, 16> secret{};
   // DCCL_TRUST_NETWORK: false (the default) keeps every untrusted provider

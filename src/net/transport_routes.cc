@@ -181,8 +181,10 @@ void FabricTransport::connect(const std::vector<std::string>& blobs, std::chrono
     if (!p.lanes.empty()) {
       std::vector<std::unique_ptr<FabricLink>> lanes;
       for (const Lane& l : p.lanes) lanes.push_back(std::make_unique<FabricLink>(l.ep, l.addr));
+      std::vector<uint16_t> fixed = opts_.lane_weights;
+      if (fixed.empty() && !opts_.lane_rates) fixed.assign(lanes.size(), LaneMeter::kMaxWeight);
       auto s = std::make_unique<StripedLink>(rank, static_cast<int>(r), std::move(lanes), p.cut, stripe_order,
-                                             p.rails, p.flows);
+                                             p.rails, p.flows, std::move(fixed));
       out.large_min = s->stripe_min();
       out.large = s.get();
       links.push_back(std::move(s));

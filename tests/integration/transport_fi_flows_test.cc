@@ -1,10 +1,13 @@
 // Flows on libfabric over real tcp;ofi_rxm endpoints (forked ranks on emulated hosts
 // "h0" and "h1", loopback): messages above and below the flows' minimum arrive
-// intact with every flow carrying bytes; a large send to a peer that is gone fails
-// by the timeout with an error that names the flows its pieces wait on.
+// intact with every flow carrying bytes; a split by uneven weights (the sender's
+// note) arrives intact with each flow's bytes in proportion; a receive expecting
+// another length fails at once with a count mismatch; a large send to a peer that is
+// gone fails by the timeout with an error that names the flows its pieces wait on.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 // GCC 12 with -fsanitize=address warns inside libstdc++'s <regex> (maybe-uninitialized,
@@ -71,6 +74,94 @@ TEST(TransportFiFlows, MessagesArriveOverEveryFlow) {
         ++busy;
     }
     CHILD_CHECK(busy == 3);
+  }, false, host_of);
+}
+
+// Sent bytes per flow, from "tcp;ofi_rxm on lo, flow F of 3: sent N bytes, ...".
+std::vector<uint64_t> flow_sent(Transport* t, int flows) {
+  std::vector<uint64_t> out(static_cast<size_t>(flows), 0);
+  for (const std::string& l : t->rail_counters()) {
+    std::smatch m;
+    if (std::regex_search(l, m, std::regex(", flow ([0-9]+) of [0-9]+: sent ([0-9]+) bytes")))
+      out[std::stoul(m[1]) - 1] = std::stoull(m[2]);
+  }
+  return out;
+}
+
+TEST(TransportFiFlows, AnUnevenSplitArrivesIntact) {
+  TransportOptions o = flow_opts(3);
+  o.lane_weights = {1024, 128, 512};  // the sender's choice; the receiver learns it from the note
+  o.max_part_bytes = size_t{2} << 20;  // several parts, a note each
+  run_ranks(2, o, [](Ctx& c) {
+    const int peer = 1 - c.rank;
+    // Same tag throughout: the receives pair with the sends in order. The last
+    // message goes part by part (a staged sender) to a receive of the whole.
+    const std::vector<size_t> lens{kFlowsMinBytes, (size_t{3} << 20) + 4095, size_t{8} << 20, 100,
+                                   (size_t{5} << 20) + 512};
+    const size_t by_part = lens.size() - 1, part = size_t{2} << 20;
+    std::vector<std::vector<uint8_t>> out(lens.size()), in(lens.size());
+    std::vector<Request> rq(lens.size()), sq(lens.size());
+    std::vector<Request*> all;
+    for (size_t k = 0; k < lens.size(); ++k) {
+      in[k].assign(lens[k], 0);
+      c.t->irecv(peer, in[k].data(), lens[k], 7, &rq[k]);
+      all.push_back(&rq[k]);
+    }
+    for (size_t k = 0; k < lens.size(); ++k) {
+      out[k].resize(lens[k]);
+      fill(out[k], c.rank, static_cast<int>(k));
+      if (k != by_part) {
+        c.t->isend(peer, out[k].data(), lens[k], 7, &sq[k]);
+        all.push_back(&sq[k]);
+      }
+    }
+    std::vector<Request> pq(3);
+    for (size_t i = 0; i < pq.size(); ++i) {
+      c.t->isend(peer, out[by_part].data() + i * part, std::min(part, lens[by_part] - i * part), 7, &pq[i]);
+      all.push_back(&pq[i]);
+    }
+    c.t->wait(all.data(), all.size(), "uneven split");
+    for (size_t k = 0; k < lens.size(); ++k) {
+      CHILD_CHECK(verify(in[k], lens[k], peer, static_cast<int>(k)));
+      CHILD_CHECK(rq[k].bytes.load() == lens[k]);
+    }
+    // Flow 1 (weight 1024) carried about 8x flow 2's bytes (128), flow 3 (512) about 4x.
+    const std::vector<uint64_t> s = flow_sent(c.t.get(), 3);
+    fprintf(stderr, "rank %d sent per flow: %llu %llu %llu\n", c.rank, static_cast<unsigned long long>(s[0]),
+            static_cast<unsigned long long>(s[1]), static_cast<unsigned long long>(s[2]));
+    CHILD_CHECK(s[1] > 0 && s[0] > 6 * s[1] && s[0] < 10 * s[1]);
+    CHILD_CHECK(s[2] > 3 * s[1] && s[2] < 5 * s[1]);
+  }, false, host_of);
+}
+
+TEST(TransportFiFlows, AReceiveOfAnotherLengthFailsAtOnce) {
+  TransportOptions o = flow_opts(3);
+  o.timeout = std::chrono::milliseconds(4000);
+  run_ranks(2, o, [](Ctx& c) {
+    std::vector<uint8_t> buf(size_t{3} << 20, 1);
+    Request r;
+    Request* rp = &r;
+    if (c.rank == 0) {
+      c.t->isend(1, buf.data(), buf.size(), 11, &r);
+      c.barrier("checked");
+      _exit(0);  // the peer never takes it: no final barrier
+    }
+    std::string what;
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      c.t->irecv(0, buf.data(), size_t{2} << 20, 11, &r);
+      c.t->wait(&rp, 1, "short receive");
+    } catch (const core::Error& e) {
+      what = e.what();
+    }
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    fprintf(stderr, "error after %.2f s: %s\n", s, what.c_str());
+    CHILD_CHECK(what.find("rank 1") != std::string::npos);
+    CHILD_CHECK(what.find("count mismatch: rank 0 sent a message of 3145728 bytes") != std::string::npos);
+    CHILD_CHECK(what.find("expects 2097152 bytes") != std::string::npos);
+    CHILD_CHECK(s < 2.0);  // at once, not at the 4 s timeout
+    c.barrier("checked");
+    _exit(0);
   }, false, host_of);
 }
 

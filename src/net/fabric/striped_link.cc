@@ -1,29 +1,253 @@
 #include "net/fabric/striped_link.hpp"
 
+#include <algorithm>
+#include <cstring>
+
 #include "core/error.hpp"
 
 namespace dccl::net {
 
-// Parts, and pieces of those at least stripe_min long on every lane; each lane gets
-// its pieces in message order (receives match in that order).
-void StripedLink::post(bool send, void* buf, size_t len, uint64_t tag, Request* req, MemRegion* mr) {
-  const size_t n = cut_.count(len);
-  std::lock_guard<std::mutex> lk(*order_);
-  req->pending_parts.store(static_cast<int>(n), std::memory_order_release);
-  size_t posted = 0;
-  std::string cause;
-  cut_.each(len, [&](int lane, size_t off, size_t plen) {
-    if (!cause.empty()) return;
-    cause = lanes_[static_cast<size_t>(lane)]->post_piece(send, static_cast<char*>(buf) + off, plen, tag, req, mr);
-    if (cause.empty()) ++posted;
-    else cause += " (piece " + std::to_string(posted + 1) + "/" + std::to_string(n) + ")";
-  });
-  if (cause.empty()) return;
-  req->fail(cause);
-  req->parts_done(static_cast<int>(n - posted));  // never posted
+namespace {
+
+constexpr uint32_t kNoteMagic = 0x4e534344;  // "DCSN"
+
+void put64(unsigned char* p, uint64_t v) { std::memcpy(p, &v, 8); }
+uint64_t get64(const unsigned char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+// The note: [0, 8) the message's length, [8, 12) magic, [12, 16) lanes, then one
+// 16-bit weight per lane (host order: both ends are one build's).
+void encode(std::vector<unsigned char>* out, uint64_t len, const uint16_t* w, int lanes) {
+  out->assign(StripedLink::note_bytes(lanes), 0);
+  put64(out->data(), len);
+  const uint32_t head[2] = {kNoteMagic, static_cast<uint32_t>(lanes)};
+  std::memcpy(out->data() + 8, head, 8);
+  std::memcpy(out->data() + 16, w, 2 * static_cast<size_t>(lanes));
+}
+
+// "" when the note is well formed for `lanes` lanes, else what is wrong with it.
+std::string decode(const std::vector<unsigned char>& in, int lanes, uint64_t* len, std::vector<uint16_t>* w) {
+  uint32_t head[2];
+  std::memcpy(head, in.data() + 8, 8);
+  if (head[0] != kNoteMagic || head[1] != static_cast<uint32_t>(lanes)) return "a malformed split note";
+  *len = get64(in.data());
+  w->resize(static_cast<size_t>(lanes));
+  std::memcpy(w->data(), in.data() + 16, 2 * static_cast<size_t>(lanes));
+  for (uint16_t x : *w)
+    if (x == 0) return "a split note with a lane of weight 0";
+  return "";
+}
+
+}  // namespace
+
+StripedLink::StripedLink(int rank, int peer, std::vector<std::unique_ptr<FabricLink>> lanes, WireCut cut,
+                         std::shared_ptr<std::mutex> order, int rails, int flows, std::vector<uint16_t> fixed)
+    : rank_(rank),
+      peer_(peer),
+      lanes_(std::move(lanes)),
+      cut_(cut),
+      order_(std::move(order)),
+      rails_(rails),
+      flows_(flows),
+      fixed_(std::move(fixed)),
+      meter_(static_cast<int>(lanes_.size())) {
+  if (fixed_.size() != lanes_.size()) fixed_.clear();
+}
+
+// The endpoints close before the links (FabricTransport), or are abandoned and never
+// progressed again: no completion reaches a note after this.
+StripedLink::~StripedLink() = default;
+
+std::string StripedLink::describe() const {
+  std::string s = lanes_[static_cast<size_t>(cut_.home)]->endpoint()->rail_label() + ", ";
+  if (rails_ >= 2) s += "striped over " + std::to_string(rails_) + " rails" + (flows_ >= 2 ? " x " : "");
+  else s += "over ";
+  if (flows_ >= 2) s += std::to_string(flows_) + " flows";
+  return s;
+}
+
+void StripedLink::raise_post(bool send, const std::string& cause) const {
   core::raise(dcclSystemError,
               core::describe(rank_, std::string(send ? "isend to" : "irecv from") + " rank " + std::to_string(peer_),
                              cause));
+}
+
+std::string StripedLink::post_part(bool send, char* part, size_t plen, uint64_t tag, Request* req, MemRegion* mr,
+                                   const uint16_t* w, size_t* posted) {
+  std::string cause;
+  cut_.each_weighted(plen, w, [&](int lane, size_t off, size_t qlen) {
+    if (!cause.empty()) return;
+    cause = lanes_[static_cast<size_t>(lane)]->post_piece(send, part + off, qlen, tag, req, mr);
+    if (cause.empty()) ++*posted;
+  });
+  return cause;
+}
+
+std::string StripedLink::send_note(size_t plen, const uint16_t* w, uint64_t tag) {
+  Note* note = nullptr;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    note = &sent_.emplace_back();
+    busy_.fetch_add(1, std::memory_order_release);
+  }
+  encode(&note->bytes, plen, w, static_cast<int>(lanes_.size()));
+  Request& nr = note->req;
+  nr.reset();
+  nr.peer = peer_;
+  nr.tag = tag;
+  nr.len = note->bytes.size();
+  nr.is_send = true;
+  nr.pending_parts.store(1, std::memory_order_release);
+  std::string cause =
+      lanes_[static_cast<size_t>(cut_.home)]->post_piece(true, note->bytes.data(), note->bytes.size(), tag, &nr, nullptr);
+  if (!cause.empty()) {
+    nr.parts_done();  // never posted: settle_locked frees it
+    cause += " (split note)";
+  }
+  return cause;
+}
+
+void StripedLink::post(bool send, void* buf, size_t len, uint64_t tag, Request* req, MemRegion* mr) {
+  if (send) return post_send(static_cast<char*>(buf), len, tag, req, mr);
+  std::lock_guard<std::mutex> lk(mu_);
+  req->pending_parts.store(1, std::memory_order_release);  // held until every part is posted
+  Waiting& w = waiting_.emplace_back();
+  w.req = req;
+  w.buf = static_cast<char*>(buf);
+  w.len = len;
+  w.tag = tag;
+  w.mr = mr;
+  w.note.bytes.assign(note_bytes(static_cast<int>(lanes_.size())), 0);
+  busy_.fetch_add(1, std::memory_order_release);
+  settle_locked();
+}
+
+void StripedLink::post_send(char* buf, size_t len, uint64_t tag, Request* req, MemRegion* mr) {
+  const int lanes = static_cast<int>(lanes_.size());
+  std::lock_guard<std::mutex> order(*order_);
+  std::vector<uint16_t> w(fixed_);
+  if (w.empty()) {
+    w.resize(static_cast<size_t>(lanes));
+    for (int k = 0; k < lanes; ++k) {
+      const Endpoint::TxMeter m = lanes_[static_cast<size_t>(k)]->endpoint()->tx_meter();
+      meter_.sample(k, m.bytes, m.ns);
+    }
+    meter_.weights(w.data());
+  }
+  size_t n = 0, posted = 0;
+  cut_.each_weighted(len, w.data(), [&](int, size_t, size_t) { ++n; });
+  req->pending_parts.store(static_cast<int>(n), std::memory_order_release);
+  std::string cause;
+  for (size_t off = 0; cause.empty() && (off < len || off == 0);) {
+    const size_t plen = std::min(cut_.part, len - off);
+    if (cut_.stripes(plen)) cause = send_note(plen, w.data(), tag);
+    if (cause.empty()) cause = post_part(true, buf + off, plen, tag, req, mr, w.data(), &posted);
+    off += plen;
+    if (plen == 0) break;
+  }
+  if (cause.empty()) return;
+  req->fail(cause);
+  req->parts_done(static_cast<int>(n - posted));  // never posted
+  raise_post(true, cause);
+}
+
+void StripedLink::progress() {
+  if (busy_.load(std::memory_order_acquire) == 0) return;
+  std::unique_lock<std::mutex> lk(mu_, std::try_to_lock);
+  if (lk.owns_lock()) settle_locked();
+}
+
+bool StripedLink::advance_locked(Waiting& w) {
+  const int lanes = static_cast<int>(lanes_.size());
+  Request* r = w.req;
+  if (!r) return !w.posted || w.note.req.done.load(std::memory_order_acquire);  // cancelled
+  std::vector<uint16_t> wt;
+  for (;;) {
+    const size_t plen = std::min(cut_.part, w.len - w.off);
+    std::string bad;
+    if (cut_.stripes(plen)) {
+      Request& nr = w.note.req;
+      if (!w.posted) {
+        nr.reset();
+        nr.peer = peer_;
+        nr.tag = w.tag;
+        nr.len = w.note.bytes.size();
+        nr.pending_parts.store(1, std::memory_order_release);
+        bad = lanes_[static_cast<size_t>(cut_.home)]->post_piece(false, w.note.bytes.data(), w.note.bytes.size(),
+                                                                  w.tag, &nr, nullptr);
+        if (bad.empty()) {
+          w.posted = true;
+          return false;
+        }
+        bad += " (split note)";
+      } else if (!nr.done.load(std::memory_order_acquire)) {
+        return false;
+      } else {
+        w.posted = false;
+        uint64_t sent = 0;
+        bad = nr.failed ? nr.error + " (split note)" : decode(w.note.bytes, lanes, &sent, &wt);
+        if (bad.empty() && sent != plen)
+          bad = "count mismatch: rank " + std::to_string(peer_) + " sent a message" +
+                (plen == w.len ? "" : " part") + " of " + std::to_string(sent) + " bytes for it (this rank expects " +
+                std::to_string(plen) + " bytes" +
+                (plen == w.len ? "" : " at offset " + std::to_string(w.off) + " of " + std::to_string(w.len)) + ")";
+      }
+    } else {
+      wt.assign(static_cast<size_t>(lanes), LaneMeter::kMaxWeight);  // whole on the home lane
+    }
+    if (bad.empty()) {
+      size_t n = 0, posted = 0;
+      cut_.each_weighted(plen, wt.data(), [&](int, size_t, size_t) { ++n; });
+      r->pending_parts.fetch_add(static_cast<int>(n), std::memory_order_acq_rel);
+      bad = post_part(false, w.buf + w.off, plen, w.tag, r, w.mr, wt.data(), &posted);
+      if (!bad.empty()) r->parts_done(static_cast<int>(n - posted));
+    }
+    if (!bad.empty()) {
+      r->fail(bad);
+      r->parts_done();  // the hold
+      return true;
+    }
+    w.off += plen;
+    if (w.off >= w.len) {
+      r->parts_done();  // every part posted: the hold goes
+      return true;
+    }
+  }
+}
+
+void StripedLink::settle_locked() {
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    bool earlier = false;  // a receive of the same tag posted before it is not through
+    for (auto e = waiting_.begin(); e != it && !earlier; ++e) earlier = e->tag == it->tag;
+    if (!earlier && advance_locked(*it)) {
+      it = waiting_.erase(it);
+      busy_.fetch_sub(1, std::memory_order_release);
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = sent_.begin(); it != sent_.end();) {
+    if (it->req.done.load(std::memory_order_acquire)) {
+      it = sent_.erase(it);
+      busy_.fetch_sub(1, std::memory_order_release);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void StripedLink::cancel() {
+  std::lock_guard<std::mutex> lk(mu_);
+  for (Waiting& w : waiting_) {
+    if (!w.req) continue;
+    w.req->fail("cancelled");
+    w.req->pending_parts.store(0, std::memory_order_relaxed);
+    w.req->done.store(true, std::memory_order_release);
+    w.req = nullptr;  // the note's receive stays until its lane is cancelled too
+  }
 }
 
 std::string StripedLink::mismatch_note(const Request& r) const {
@@ -36,6 +260,13 @@ std::string StripedLink::mismatch_note(const Request& r) const {
 }
 
 std::string StripedLink::pending_note(const Request& r) const {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (const Waiting& w : waiting_)
+      if (w.req == &r)
+        return "; waiting for rank " + std::to_string(peer_) + "'s split note on " +
+               lanes_[static_cast<size_t>(cut_.home)]->endpoint()->label();
+  }
   std::string s;
   for (const auto& l : lanes_)
     if (l->endpoint()->holds(&r)) s += (s.empty() ? "" : " and ") + l->endpoint()->label();

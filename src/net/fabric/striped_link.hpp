@@ -2,15 +2,29 @@
 // several endpoints (net/rails.hpp WireCut, spread_lanes): its rails (parts of at
 // least the stripe size), the flows of its rail (parts of at least kFlowsMinBytes:
 // each flow its own connection, so that multipath hashing and per-flow caps tell
-// them apart), or both, each a FabricLink. The receiver posts the same length as the
-// sender: pieces are matched one by one, in the order each endpoint sees them.
+// them apart), or both, each a FabricLink.
+//
+// The split follows the lanes' measured rates (net/fabric/lane_meter.hpp): a lane
+// that delivered less lately gets a smaller piece. For every part it cuts, the sender
+// says the split in a note, a small message on the home lane ahead of the part's
+// pieces under the message's own tag (its length mark tells it apart); the receiver
+// posts a part's note receive, and the part's piece receives when the note arrives
+// (progress()), then the next part's note receive, so both ends cut alike
+// (WireCut::each_weighted) and a sender posting part by part (a staged one) meets a
+// receiver posting the whole. A note whose part length disagrees with the receive's
+// fails the receive at once with a count mismatch. Receives of one tag take their
+// notes in the order they were posted, so same-tag messages still pair in order.
 #pragma once
+#include <atomic>
+#include <cstdint>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "net/fabric/fabric_link.hpp"
+#include "net/fabric/lane_meter.hpp"
 #include "net/link.hpp"
 #include "net/rails.hpp"
 
@@ -22,45 +36,80 @@ class StripedLink final : public Link {
   // shared by every striped link of the transport so that two threads' messages reach
   // the lanes in one order.
   // `rails` x `flows` lanes (rails >= 2: striped over rails; flows >= 2: over flows).
+  // `fixed`: weights to split by instead of the measured ones (tests), one per lane.
   StripedLink(int rank, int peer, std::vector<std::unique_ptr<FabricLink>> lanes, WireCut cut,
-              std::shared_ptr<std::mutex> order, int rails, int flows)
-      : rank_(rank), peer_(peer), lanes_(std::move(lanes)), cut_(cut), order_(std::move(order)), rails_(rails),
-        flows_(flows) {}
+              std::shared_ptr<std::mutex> order, int rails, int flows, std::vector<uint16_t> fixed = {});
+  ~StripedLink() override;
 
   size_t stripe_min() const { return cut_.stripe_min; }
 
   // "tcp;ofi_rxm on eth0, striped over 2 rails", "tcp;ofi_rxm on eth0, over 8 flows",
   // "tcp;ofi_rxm on eth0, striped over 2 rails x 8 flows".
-  std::string describe() const override {
-    std::string s = lanes_[static_cast<size_t>(cut_.home)]->endpoint()->rail_label() + ", ";
-    if (rails_ >= 2) s += "striped over " + std::to_string(rails_) + " rails" + (flows_ >= 2 ? " x " : "");
-    else s += "over ";
-    if (flows_ >= 2) s += std::to_string(flows_) + " flows";
-    return s;
-  }
+  std::string describe() const override;
   void post(bool send, void* buf, size_t len, uint64_t tag, Request* req, MemRegion* mr) override;
-  // The lanes' endpoints are progressed, counted and cancelled as parts.
-  void progress() override {
-    for (auto& l : lanes_) l->progress();
-  }
+  // Posts the pieces of receives whose notes arrived and frees sent notes. The lanes'
+  // endpoints are progressed, counted and cancelled as parts (parts()).
+  void progress() override;
   const void* engine() const override { return this; }
-  void cancel() override {
-    for (auto& l : lanes_) l->cancel();
-  }
+  // Receives still waiting for their notes fail ("cancelled"); the lanes are cancelled
+  // as parts.
+  void cancel() override;
   std::vector<std::string> counters() const override { return {}; }
   std::string mismatch_note(const Request& r) const override;
-  // The lanes (rails, flows) that still hold pieces of `r`, by their endpoints' labels.
+  // The lanes (rails, flows) that still hold pieces of `r`, by their endpoints' labels,
+  // or the note a receive waits for.
   std::string pending_note(const Request& r) const override;
   void parts(std::vector<Link*>* out) override {
     for (auto& l : lanes_) out->push_back(l.get());
+    out->push_back(this);
   }
 
+  // The split note's length for `lanes` lanes.
+  static size_t note_bytes(int lanes) { return 16 + 2 * static_cast<size_t>(lanes); }
+
  private:
+  // One message's split: its length and a weight per lane.
+  struct Note {
+    std::vector<unsigned char> bytes;
+    Request req;  // the note's own send or receive
+  };
+  // A receive whose parts are not all posted yet.
+  struct Waiting {
+    Request* req = nullptr;  // nullptr once cancelled
+    char* buf = nullptr;
+    size_t len = 0;
+    uint64_t tag = 0;
+    MemRegion* mr = nullptr;
+    size_t off = 0;       // the part it is at
+    bool posted = false;  // that part's note receive is posted
+    Note note;
+  };
+
+  void post_send(char* buf, size_t len, uint64_t tag, Request* req, MemRegion* mr);
+  // Sends the note for a part of plen bytes split by w: "" or the cause.
+  std::string send_note(size_t plen, const uint16_t* w, uint64_t tag);
+  // Posts the pieces of one part (plen <= the cut's part), counting them in *posted:
+  // "" or the cause (the rest of the part then not posted).
+  std::string post_part(bool send, char* part, size_t plen, uint64_t tag, Request* req, MemRegion* mr,
+                        const uint16_t* w, size_t* posted);
+  // Under mu_: moves receive w on as far as its notes have come; true once every part
+  // is posted (or it failed).
+  bool advance_locked(Waiting& w);
+  // Under mu_: receives whose turn it is move on; sent notes that completed are freed.
+  void settle_locked();
+  void raise_post(bool send, const std::string& cause) const;
+
   int rank_, peer_;
   std::vector<std::unique_ptr<FabricLink>> lanes_;
   WireCut cut_;
   std::shared_ptr<std::mutex> order_;
   int rails_, flows_;
+  std::vector<uint16_t> fixed_;
+  LaneMeter meter_;  // under order_
+  mutable std::mutex mu_;
+  std::list<Waiting> waiting_;  // in posting order
+  std::list<Note> sent_;        // notes in flight
+  std::atomic<size_t> busy_{0};  // waiting_.size() + sent_.size()
 };
 
 }  // namespace dccl::net
