@@ -110,18 +110,11 @@ struct WireCut {
   // Calls f(rail, offset, length) for every message the cut makes, in posting order.
   template <class F>
   void each(size_t len, F&& f) const {
-    if (len == 0) return f(home, size_t{0}, size_t{0});
-    for (size_t off = 0; off < len;) {
-      const size_t plen = len - off < part ? len - off : part;
-      if (!stripes(plen)) {
-        f(home, off, plen);
-      } else {
-        const size_t q = stripe_piece(plen, lanes_for(plen));
-        int lane = 0;
-        for (size_t p = 0; p < plen; p += q) f(lane++, off + p, plen - p < q ? plen - p : q);
-      }
-      off += plen;
-    }
+    each_part(len, f, [&](size_t off, size_t plen) {
+      const size_t q = stripe_piece(plen, lanes_for(plen));
+      int lane = 0;
+      for (size_t p = 0; p < plen; p += q) f(lane++, off + p, plen - p < q ? plen - p : q);
+    });
   }
   size_t count(size_t len) const {
     size_t n = 0;
@@ -135,25 +128,30 @@ struct WireCut {
   // with the weights the sender chose (net/fabric/striped_link.cc's split note).
   template <class F>
   void each_weighted(size_t len, const uint16_t* w, F&& f) const {
+    each_part(len, f, [&](size_t off, size_t plen) {
+      const int n = lanes_for(plen);
+      uint64_t sum = 0;
+      for (int k = 0; k < n; ++k) sum += w[k];
+      const uint64_t pages = plen / kStripeAlign;
+      size_t p = 0;
+      for (int k = 0; k < n && p < plen; ++k) {
+        size_t q = k == n - 1 ? plen - p : static_cast<size_t>(pages * w[k] / sum) * kStripeAlign;
+        if (q > plen - p) q = plen - p;
+        if (q == 0) continue;
+        f(k, off + p, q);
+        p += q;
+      }
+    });
+  }
+  // The parts of a message in order: f(home, offset, length) for one that goes whole,
+  // stripe(offset, length) for one that is cut.
+  template <class F, class S>
+  void each_part(size_t len, F& f, S&& stripe) const {
     if (len == 0) return f(home, size_t{0}, size_t{0});
     for (size_t off = 0; off < len;) {
       const size_t plen = len - off < part ? len - off : part;
-      if (!stripes(plen)) {
-        f(home, off, plen);
-      } else {
-        const int n = lanes_for(plen);
-        uint64_t sum = 0;
-        for (int k = 0; k < n; ++k) sum += w[k];
-        const uint64_t pages = plen / kStripeAlign;
-        size_t p = 0;
-        for (int k = 0; k < n && p < plen; ++k) {
-          size_t q = k == n - 1 ? plen - p : static_cast<size_t>(pages * w[k] / sum) * kStripeAlign;
-          if (q > plen - p) q = plen - p;
-          if (q == 0) continue;
-          f(k, off + p, q);
-          p += q;
-        }
-      }
+      if (stripes(plen)) stripe(off, plen);
+      else f(home, off, plen);
       off += plen;
     }
   }
