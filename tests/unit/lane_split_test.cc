@@ -1,9 +1,10 @@
 // The weighted split of a striped link (net/rails.hpp WireCut::each_weighted) and the
-// rates behind its weights (net/fabric/lane_meter.hpp), without a network: pieces
+// shares behind its weights (net/fabric/lane_meter.hpp), without a network: pieces
 // tile the message, follow the weights to a page, skip a lane whose share is nothing,
-// and a meter's weights follow what its lanes delivered.
+// and a meter's weights move until its lanes finish together.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -106,45 +107,96 @@ TEST(LaneSplit, PartsAndNearLanesAsTheEvenCut) {
   EXPECT_EQ(c.count(len), p.size());  // equal weights: as many pieces as the even cut
 }
 
-TEST(LaneMeter, EqualUntilEveryLaneIsMeasured) {
+TEST(LaneMeter, EqualUntilLanesFinishApart) {
   LaneMeter m(3);
   std::vector<uint16_t> w(3);
   m.weights(w.data());
   for (uint16_t x : w) EXPECT_EQ(x, LaneMeter::kMaxWeight);
-  m.sample(0, 1000000, 1000000);
-  m.sample(1, 500000, 1000000);
-  m.weights(w.data());  // lane 2 unmeasured
+  // Every lane finished together: nothing moves.
+  const uint64_t bytes[3] = {1 << 20, 1 << 20, 1 << 20};
+  const int64_t same[3] = {5'000'000, 5'000'000, 5'000'000};
+  m.finished(bytes, same);
+  m.weights(w.data());
   for (uint16_t x : w) EXPECT_EQ(x, LaneMeter::kMaxWeight);
 }
 
-TEST(LaneMeter, WeightsFollowTheRates) {
+TEST(LaneMeter, ALateLaneGetsLessUntilTheLanesFinishNearlyTogether) {
+  // Lane 1 runs at half the others' rate. Simulate: each lane's time is a common
+  // delay (a late receiver) plus its bytes over its rate; a message takes its
+  // slowest lane's time.
   LaneMeter m(3);
-  // 1 byte/ns, 0.5 byte/ns, 0.01 byte/ns over 1 ms each.
-  m.sample(0, 1000000, 1000000);
-  m.sample(1, 500000, 1000000);
-  m.sample(2, 10000, 1000000);
+  const double rate[3] = {1.0, 0.5, 1.0};  // bytes per ns
+  auto message = [&](const std::vector<uint16_t>& w, uint64_t* bytes, int64_t* ns) {
+    const double sum = w[0] + w[1] + w[2];
+    int64_t slowest = 0;
+    for (int k = 0; k < 3; ++k) {
+      bytes[k] = static_cast<uint64_t>(8e6 * w[k] / sum);
+      ns[k] = static_cast<int64_t>(2e6 + static_cast<double>(bytes[k]) / rate[k]);
+      slowest = std::max(slowest, ns[k]);
+    }
+    return slowest;
+  };
   std::vector<uint16_t> w(3);
+  uint64_t bytes[3];
+  int64_t ns[3];
+  const int64_t even = message({1, 1, 1}, bytes, ns);
+  for (int round = 0; round < 80; ++round) {
+    m.weights(w.data());
+    message(w, bytes, ns);
+    m.finished(bytes, ns);
+  }
   m.weights(w.data());
-  EXPECT_EQ(w[0], LaneMeter::kMaxWeight);
-  EXPECT_EQ(w[1], LaneMeter::kMaxWeight / 2);
-  EXPECT_EQ(w[2], LaneMeter::kMinWeight);  // floored: the lane keeps being measured
-  // Lane 1 speeds up to 1 byte/ns: its rate moves halfway (0.75).
-  m.sample(1, 500000 + 1000000, 2000000);
-  m.weights(w.data());
-  EXPECT_EQ(w[1], 768);
-  EXPECT_DOUBLE_EQ(m.rate(1), 0.75);
+  const int64_t moved = message(w, bytes, ns);
+  const int64_t ideal = static_cast<int64_t>(2e6 + 8e6 / 2.5);  // every lane done together
+  EXPECT_LT(w[1], 0.75 * std::min(w[0], w[2]));
+  EXPECT_LT(moved, 0.9 * static_cast<double>(even));
+  EXPECT_LT(moved, 1.2 * static_cast<double>(ideal));  // the dead band leaves the rest
 }
 
-TEST(LaneMeter, ShortSamplesAccumulate) {
-  LaneMeter m(1);
-  m.sample(0, 1000, LaneMeter::kMinSampleNs / 2);  // too short: not taken yet
-  EXPECT_EQ(m.rate(0), 0.0);
-  m.sample(0, 3000, LaneMeter::kMinSampleNs * 3 / 2);
-  EXPECT_DOUBLE_EQ(m.rate(0), 3000.0 / (LaneMeter::kMinSampleNs * 3 / 2));
-  // A meter that went backwards (a new endpoint) starts over from zero.
-  m.sample(0, 100, 10);
-  m.sample(0, 100 + 400000, 10 + 400000);
-  EXPECT_DOUBLE_EQ(m.rate(0), 0.5 * (3000.0 / (LaneMeter::kMinSampleNs * 3 / 2) + 400100.0 / 400010.0));
+TEST(LaneMeter, NoiseAroundEqualTimesMovesNothingMuch) {
+  // Lanes alike, each message's times scattered +-20% (a fixed pseudo-random walk).
+  LaneMeter m(8);
+  uint32_t x = 12345;
+  std::vector<uint16_t> w(8);
+  for (int round = 0; round < 200; ++round) {
+    m.weights(w.data());
+    double sum = 0;
+    for (uint16_t v : w) sum += v;
+    uint64_t bytes[8];
+    int64_t ns[8];
+    for (int k = 0; k < 8; ++k) {
+      x = x * 1664525u + 1013904223u;
+      const double noise = 0.8 + 0.4 * (x >> 8) / static_cast<double>(1u << 24);
+      bytes[k] = static_cast<uint64_t>(4e6 * w[k] / sum);
+      ns[k] = static_cast<int64_t>(static_cast<double>(bytes[k]) * noise);
+    }
+    m.finished(bytes, ns);
+  }
+  m.weights(w.data());
+  for (uint16_t v : w) EXPECT_GE(v, LaneMeter::kMaxWeight * 0.6) << "a share wandered off";
+}
+
+TEST(LaneMeter, AShareHasAFloorAndMovesByAQuarterAtMost) {
+  LaneMeter m(2);
+  const uint64_t bytes[2] = {1 << 20, 1 << 20};
+  const int64_t ns[2] = {1'000'000, 100'000'000};  // lane 1 a hundred times later
+  m.finished(bytes, ns);
+  // sqrt(mean/ns): lane 0 x7.1, lane 1 x0.71, clamped to 1.25 and 0.8: 1 and 0.64
+  // after scaling.
+  EXPECT_DOUBLE_EQ(m.share(0), 1.0);
+  EXPECT_NEAR(m.share(1), 0.8 / 1.25, 1e-12);
+  for (int i = 0; i < 10; ++i) m.finished(bytes, ns);
+  std::vector<uint16_t> w(2);
+  m.weights(w.data());
+  EXPECT_EQ(w[1], LaneMeter::kMinWeight);  // never below: the lane stays measured
+  // A lane without a piece keeps its share; a time that cannot be teaches nothing.
+  const uint64_t one[2] = {1 << 20, 0};
+  const int64_t t[2] = {1'000'000, 0};
+  m.finished(one, t);
+  EXPECT_EQ(m.share(1), static_cast<double>(LaneMeter::kMinWeight) / LaneMeter::kMaxWeight);
+  const int64_t bad[2] = {-5, 1'000'000};
+  m.finished(bytes, bad);
+  EXPECT_DOUBLE_EQ(m.share(0), 1.0);
 }
 
 }  // namespace

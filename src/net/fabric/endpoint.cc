@@ -24,11 +24,6 @@ uint64_t next_mr_key() {
   return next.fetch_add(1, std::memory_order_relaxed);
 }
 
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 std::string fi_err(const char* call, int rc) {
   return std::string(call) + ": " + fi_strerror(rc < 0 ? -rc : rc);
 }
@@ -278,7 +273,6 @@ int Endpoint::try_post_locked(MsgOp* op, const char** call) {
                         : fi_trecv(ep_.get(), op->buf, op->len, d, op->addr, tag, ignore, &op->ctx);
   if (rc == -FI_ENOMEM && posted > 0) rc = -FI_EAGAIN;  // a full queue, by another name
   if (rc != 0) return static_cast<int>(rc);
-  if (op->send && posted == 0 && tx_backlog_.empty()) busy_since_ = now_ns();
   ++posted;
   DCCL_TRACE("net: %s %s tag 0x%llx %zu bytes posted (op %p)", provider_.c_str(),
              op->send ? "send" : "recv", static_cast<unsigned long long>(op->tag), op->len,
@@ -324,14 +318,6 @@ void Endpoint::complete_locked(MsgOp* op, size_t len, int err, const std::string
   DCCL_TRACE("net: %s completion op %p len %zu err %d%s", provider_.c_str(),
              static_cast<void*>(op), len, err, r ? "" : " (cancelled request)");
   if (!err && !op->peek) (op->send ? sent_ : recvd_).fetch_add(op->send ? op->len : len, std::memory_order_relaxed);
-  if (op->send) {
-    if (!err) busy_bytes_ += op->len;
-    if (tx_posted_ == 0 && tx_backlog_.empty()) {  // a busy period ends
-      meter_.bytes += busy_bytes_;
-      meter_.ns += static_cast<uint64_t>(now_ns() - busy_since_);
-      busy_bytes_ = 0;
-    }
-  }
   if (r) {
     if (err) r->fail(text);
     else r->bytes.fetch_add(op->send ? op->len : len, std::memory_order_relaxed);

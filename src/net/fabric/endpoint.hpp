@@ -78,18 +78,6 @@ class Endpoint {
   // Bytes of completed sends and receives on this endpoint.
   uint64_t sent_bytes() const { return sent_.load(std::memory_order_relaxed); }
   uint64_t recv_bytes() const { return recvd_.load(std::memory_order_relaxed); }
-  // What this endpoint's sends achieved: bytes of completed sends, and the time spent
-  // with a send outstanding, both over the busy periods that have ended (one starts
-  // when a send is posted to an idle endpoint and ends when the last one completes).
-  // bytes / ns is the rate the endpoint's connection delivered while it had work.
-  struct TxMeter {
-    uint64_t bytes = 0;
-    uint64_t ns = 0;
-  };
-  TxMeter tx_meter() {
-    std::lock_guard<std::mutex> lk(mu_);
-    return meter_;
-  }
   size_t max_part() const { return max_part_; }
   fid_domain* domain() const { return domain_.get(); }
   // Opened with FI_HMEM in caps (from the fi_info it was opened with): the domain
@@ -181,9 +169,6 @@ class Endpoint {
   size_t tx_limit_ = 0, rx_limit_ = 0;    // the provider's queue sizes (0: no limit)
   std::vector<MsgOp*> free_;
   std::atomic<uint64_t> sent_{0}, recvd_{0};
-  TxMeter meter_;            // ended busy periods (under mu_)
-  uint64_t busy_bytes_ = 0;  // sends completed in the current busy period
-  int64_t busy_since_ = 0;   // steady-clock ns the current busy period began
 };
 
 }  // namespace dccl::net

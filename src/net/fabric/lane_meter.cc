@@ -5,28 +5,38 @@
 
 namespace dccl::net {
 
-void LaneMeter::sample(int lane, uint64_t bytes, uint64_t ns) {
-  Last& l = last_[static_cast<size_t>(lane)];
-  if (ns < l.ns || bytes < l.bytes) l = Last{};  // another endpoint behind the lane: start over
-  const uint64_t dns = ns - l.ns, dbytes = bytes - l.bytes;
-  if (dns < kMinSampleNs) return;  // too little to tell; keep accumulating
-  const double r = static_cast<double>(dbytes) / static_cast<double>(dns);
-  double& rate = rate_[static_cast<size_t>(lane)];
-  rate = rate == 0.0 ? r : 0.5 * (rate + r);
-  l = Last{bytes, ns};
+void LaneMeter::finished(const uint64_t* bytes, const int64_t* ns) {
+  double sum = 0;
+  int n = 0;
+  for (size_t k = 0; k < share_.size(); ++k) {
+    if (!bytes[k]) continue;
+    if (ns[k] <= 0) return;  // a time that cannot be: learn nothing from this message
+    sum += static_cast<double>(ns[k]);
+    ++n;
+  }
+  if (n < 2) return;
+  const double mean = sum / n;
+  double top = 0;
+  for (size_t k = 0; k < share_.size(); ++k) {
+    if (bytes[k]) {
+      const double r = static_cast<double>(ns[k]) / mean;
+      double& late = late_[k];
+      late = late == 0 ? r : (1 - kLateWeight) * late + kLateWeight * r;
+      if (std::fabs(late - 1) > kDeadband) {
+        share_[k] *= std::clamp(1 / std::sqrt(late), kMinStep, kMaxStep);
+        late = 1;  // moved: gather evidence anew
+      }
+    }
+    top = std::max(top, share_[k]);
+  }
+  const double floor = static_cast<double>(kMinWeight) / kMaxWeight;
+  for (double& s : share_) s = std::max(s / top, floor);
 }
 
 void LaneMeter::weights(uint16_t* out) const {
-  const double top = *std::max_element(rate_.begin(), rate_.end());
-  const bool all = std::all_of(rate_.begin(), rate_.end(), [](double r) { return r > 0.0; });
-  for (size_t k = 0; k < rate_.size(); ++k) {
-    if (!all || top <= 0.0) {
-      out[k] = kMaxWeight;
-      continue;
-    }
-    const double w = std::round(kMaxWeight * rate_[k] / top);
-    out[k] = static_cast<uint16_t>(std::clamp(w, static_cast<double>(kMinWeight), static_cast<double>(kMaxWeight)));
-  }
+  for (size_t k = 0; k < share_.size(); ++k)
+    out[k] = static_cast<uint16_t>(std::clamp(std::lround(kMaxWeight * share_[k]), static_cast<long>(kMinWeight),
+                                              static_cast<long>(kMaxWeight)));
 }
 
 }  // namespace dccl::net

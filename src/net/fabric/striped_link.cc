@@ -1,6 +1,7 @@
 #include "net/fabric/striped_link.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "core/error.hpp"
@@ -75,13 +76,14 @@ void StripedLink::raise_post(bool send, const std::string& cause) const {
                              cause));
 }
 
-std::string StripedLink::post_part(bool send, char* part, size_t plen, uint64_t tag, Request* req, MemRegion* mr,
-                                   const uint16_t* w, size_t* posted) {
+std::string StripedLink::post_part(bool send, char* part, size_t plen, uint64_t tag, Request* req, Request* per_lane,
+                                   MemRegion* mr, const uint16_t* w, size_t* posted) {
   std::string cause;
   cut_.each_weighted(plen, w, [&](int lane, size_t off, size_t qlen) {
     if (!cause.empty()) return;
-    cause = lanes_[static_cast<size_t>(lane)]->post_piece(send, part + off, qlen, tag, req, mr);
-    if (cause.empty()) ++*posted;
+    Request* r = per_lane ? &per_lane[lane] : req;
+    cause = lanes_[static_cast<size_t>(lane)]->post_piece(send, part + off, qlen, tag, r, mr);
+    if (cause.empty()) ++posted[per_lane ? lane : 0];
   });
   return cause;
 }
@@ -125,33 +127,93 @@ void StripedLink::post(bool send, void* buf, size_t len, uint64_t tag, Request* 
   settle_locked();
 }
 
+namespace {
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
 void StripedLink::post_send(char* buf, size_t len, uint64_t tag, Request* req, MemRegion* mr) {
-  const int lanes = static_cast<int>(lanes_.size());
+  const size_t lanes = lanes_.size();
   std::lock_guard<std::mutex> order(*order_);
   std::vector<uint16_t> w(fixed_);
+  std::list<Sending> one(1);  // filled here, then handed to settle_locked
+  Sending* s = &one.front();
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (const auto& [bytes, took] : learned_) meter_.finished(bytes.data(), took.data());
+    learned_.clear();
+  }
   if (w.empty()) {
-    w.resize(static_cast<size_t>(lanes));
-    for (int k = 0; k < lanes; ++k) {
-      const Endpoint::TxMeter m = lanes_[static_cast<size_t>(k)]->endpoint()->tx_meter();
-      meter_.sample(k, m.bytes, m.ns);
-    }
+    w.resize(lanes);
     meter_.weights(w.data());
   }
-  size_t n = 0, posted = 0;
-  cut_.each_weighted(len, w.data(), [&](int, size_t, size_t) { ++n; });
-  req->pending_parts.store(static_cast<int>(n), std::memory_order_release);
+  // Pieces per lane, each lane's request counting its own.
+  std::vector<size_t> planned(lanes, 0), posted(lanes, 0);
+  s->bytes.assign(lanes, 0);
+  s->took.assign(lanes, 0);
+  s->lane.reset(new Request[lanes]);
+  s->used.assign(lanes, 0);
+  cut_.each_weighted(len, w.data(), [&](int lane, size_t, size_t plen) {
+    ++planned[static_cast<size_t>(lane)];
+    s->used[static_cast<size_t>(lane)] = 1;
+    s->bytes[static_cast<size_t>(lane)] += plen;
+  });
+  for (size_t k = 0; k < lanes; ++k) {
+    Request& lr = s->lane[k];
+    lr.reset();
+    lr.peer = peer_;
+    lr.tag = tag;
+    lr.is_send = true;
+    lr.pending_parts.store(static_cast<int>(planned[k]), std::memory_order_relaxed);
+    if (planned[k]) ++s->open;
+  }
+  req->pending_parts.store(s->open, std::memory_order_release);
+  s->posted_at = steady_ns();
+  s->req = req;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    sending_.splice(sending_.end(), one);  // settle_locked sees it from here on
+    busy_.fetch_add(1, std::memory_order_release);
+  }
   std::string cause;
   for (size_t off = 0; cause.empty() && (off < len || off == 0);) {
     const size_t plen = std::min(cut_.part, len - off);
     if (cut_.stripes(plen)) cause = send_note(plen, w.data(), tag);
-    if (cause.empty()) cause = post_part(true, buf + off, plen, tag, req, mr, w.data(), &posted);
+    if (cause.empty()) cause = post_part(true, buf + off, plen, tag, nullptr, s->lane.get(), mr, w.data(), posted.data());
     off += plen;
     if (plen == 0) break;
   }
   if (cause.empty()) return;
   req->fail(cause);
-  req->parts_done(static_cast<int>(n - posted));  // never posted
+  for (size_t k = 0; k < lanes; ++k)
+    if (planned[k] > posted[k]) s->lane[k].parts_done(static_cast<int>(planned[k] - posted[k]));  // never posted
   raise_post(true, cause);
+}
+
+void StripedLink::settle_sends_locked(int64_t now) {
+  for (auto it = sending_.begin(); it != sending_.end();) {
+    Sending& s = *it;
+    for (size_t k = 0; k < s.bytes.size(); ++k) {
+      if (!s.used[k] || s.took[k] || !s.lane[k].done.load(std::memory_order_acquire)) continue;
+      s.took[k] = std::max<int64_t>(1, now - s.posted_at);
+      --s.open;
+      if (s.lane[k].failed) s.failed = true;
+      if (Request* r = s.req) {
+        if (s.lane[k].failed) r->fail(s.lane[k].error);
+        r->bytes.fetch_add(s.lane[k].bytes.load(std::memory_order_relaxed), std::memory_order_relaxed);
+        r->parts_done();
+      }
+    }
+    if (s.open > 0) {
+      ++it;
+      continue;
+    }
+    if (!s.failed && s.req) learned_.emplace_back(std::move(s.bytes), std::move(s.took));
+    it = sending_.erase(it);
+    busy_.fetch_sub(1, std::memory_order_release);
+  }
 }
 
 void StripedLink::progress() {
@@ -202,7 +264,7 @@ bool StripedLink::advance_locked(Waiting& w) {
       size_t n = 0, posted = 0;
       cut_.each_weighted(plen, wt.data(), [&](int, size_t, size_t) { ++n; });
       r->pending_parts.fetch_add(static_cast<int>(n), std::memory_order_acq_rel);
-      bad = post_part(false, w.buf + w.off, plen, w.tag, r, w.mr, wt.data(), &posted);
+      bad = post_part(false, w.buf + w.off, plen, w.tag, r, nullptr, w.mr, wt.data(), &posted);
       if (!bad.empty()) r->parts_done(static_cast<int>(n - posted));
     }
     if (!bad.empty()) {
@@ -219,6 +281,7 @@ bool StripedLink::advance_locked(Waiting& w) {
 }
 
 void StripedLink::settle_locked() {
+  if (!sending_.empty()) settle_sends_locked(steady_ns());
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     bool earlier = false;  // a receive of the same tag posted before it is not through
     for (auto e = waiting_.begin(); e != it && !earlier; ++e) earlier = e->tag == it->tag;
@@ -241,6 +304,13 @@ void StripedLink::settle_locked() {
 
 void StripedLink::cancel() {
   std::lock_guard<std::mutex> lk(mu_);
+  for (Sending& x : sending_) {
+    if (!x.req) continue;
+    x.req->fail("cancelled");
+    x.req->pending_parts.store(0, std::memory_order_relaxed);
+    x.req->done.store(true, std::memory_order_release);
+    x.req = nullptr;  // the lanes' requests stay until the lanes are cancelled too
+  }
   for (Waiting& w : waiting_) {
     if (!w.req) continue;
     w.req->fail("cancelled");
@@ -262,6 +332,14 @@ std::string StripedLink::mismatch_note(const Request& r) const {
 std::string StripedLink::pending_note(const Request& r) const {
   {
     std::lock_guard<std::mutex> lk(mu_);
+    for (const Sending& x : sending_) {
+      if (x.req != &r) continue;
+      std::string s;
+      for (size_t k = 0; k < x.bytes.size(); ++k)
+        if (x.used[k] && !x.lane[k].done.load(std::memory_order_acquire))
+          s += (s.empty() ? "" : " and ") + lanes_[k]->endpoint()->label();
+      return s.empty() ? s : "; pieces still pending on " + s;
+    }
     for (const Waiting& w : waiting_)
       if (w.req == &r)
         return "; waiting for rank " + std::to_string(peer_) + "'s split note on " +

@@ -4,8 +4,8 @@
 // each flow its own connection, so that multipath hashing and per-flow caps tell
 // them apart), or both, each a FabricLink.
 //
-// The split follows the lanes' measured rates (net/fabric/lane_meter.hpp): a lane
-// that delivered less lately gets a smaller piece. For every part it cuts, the sender
+// The split follows the lanes' measured finishing times (net/fabric/lane_meter.hpp):
+// a lane that finished the last message's piece late gets a smaller piece. For every part it cuts, the sender
 // says the split in a note, a small message on the home lane ahead of the part's
 // pieces under the message's own tag (its length mark tells it apart); the receiver
 // posts a part's note receive, and the part's piece receives when the note arrives
@@ -85,18 +85,35 @@ class StripedLink final : public Link {
     Note note;
   };
 
+  // A send in flight: its pieces on each lane complete a request of that lane's, so
+  // that progress() sees when each lane finished; the message's request completes
+  // with the last lane.
+  struct Sending {
+    Request* req = nullptr;  // nullptr once cancelled
+    int64_t posted_at = 0;
+    std::vector<uint8_t> used;    // per lane: carries pieces
+    std::vector<uint64_t> bytes;  // per lane
+    std::vector<int64_t> took;    // per lane: ns from posting to seen done (0: not yet)
+    std::unique_ptr<Request[]> lane;
+    int open = 0;  // lanes with pieces not yet seen done
+    bool failed = false;
+  };
+
   void post_send(char* buf, size_t len, uint64_t tag, Request* req, MemRegion* mr);
   // Sends the note for a part of plen bytes split by w: "" or the cause.
   std::string send_note(size_t plen, const uint16_t* w, uint64_t tag);
-  // Posts the pieces of one part (plen <= the cut's part), counting them in *posted:
-  // "" or the cause (the rest of the part then not posted).
-  std::string post_part(bool send, char* part, size_t plen, uint64_t tag, Request* req, MemRegion* mr,
-                        const uint16_t* w, size_t* posted);
+  // Posts the pieces of one part (plen <= the cut's part) for `req`, or for lane k's
+  // request per_lane[k] when given, counting them in posted[lane]: "" or the cause
+  // (the rest of the part then not posted).
+  std::string post_part(bool send, char* part, size_t plen, uint64_t tag, Request* req, Request* per_lane,
+                        MemRegion* mr, const uint16_t* w, size_t* posted);
   // Under mu_: moves receive w on as far as its notes have come; true once every part
   // is posted (or it failed).
   bool advance_locked(Waiting& w);
-  // Under mu_: receives whose turn it is move on; sent notes that completed are freed.
+  // Under mu_: receives whose turn it is move on; sends' lanes seen done complete
+  // their requests; sent notes that completed are freed.
   void settle_locked();
+  void settle_sends_locked(int64_t now);
   void raise_post(bool send, const std::string& cause) const;
 
   int rank_, peer_;
@@ -105,11 +122,14 @@ class StripedLink final : public Link {
   std::shared_ptr<std::mutex> order_;
   int rails_, flows_;
   std::vector<uint16_t> fixed_;
-  LaneMeter meter_;  // under order_
+  LaneMeter meter_;  // under order_: fed by learned_ when a message is sent
   mutable std::mutex mu_;
   std::list<Waiting> waiting_;  // in posting order
   std::list<Note> sent_;        // notes in flight
-  std::atomic<size_t> busy_{0};  // waiting_.size() + sent_.size()
+  std::list<Sending> sending_;
+  // Sends through, not yet learned from: bytes and times per lane (under mu_).
+  std::vector<std::pair<std::vector<uint64_t>, std::vector<int64_t>>> learned_;
+  std::atomic<size_t> busy_{0};  // waiting_.size() + sent_.size() + sending_.size()
 };
 
 }  // namespace dccl::net
