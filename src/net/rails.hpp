@@ -122,20 +122,27 @@ struct WireCut {
     return n;
   }
   // As each(), but a striped part is cut in proportion to w[lane] (one weight per
-  // lane, each >= 1; the part's lanes_for() first ones used): piece k is the part's
-  // share w[k] / sum rounded down to kStripeAlign, the part's last lane takes the
-  // rest, and a lane whose share rounds to nothing gets no piece. Both ends call it
-  // with the weights the sender chose (net/fabric/striped_link.cc's split note).
+  // lane, 0 for none; the part's lanes_for() first ones used, equally when all of
+  // those are 0): piece k is the part's share w[k] / sum rounded down to
+  // kStripeAlign, the part's last lane with a weight takes the rest, and a lane
+  // whose share rounds to nothing gets no piece. Both ends call it with the weights
+  // the sender chose (net/fabric/striped_link.cc's split note).
   template <class F>
   void each_weighted(size_t len, const uint16_t* w, F&& f) const {
     each_part(len, f, [&](size_t off, size_t plen) {
       const int n = lanes_for(plen);
       uint64_t sum = 0;
-      for (int k = 0; k < n; ++k) sum += w[k];
+      int last = n - 1;
+      for (int k = 0; k < n; ++k)
+        if (w[k]) {
+          sum += w[k];
+          last = k;
+        }
       const uint64_t pages = plen / kStripeAlign;
       size_t p = 0;
       for (int k = 0; k < n && p < plen; ++k) {
-        size_t q = k == n - 1 ? plen - p : static_cast<size_t>(pages * w[k] / sum) * kStripeAlign;
+        const uint64_t wk = sum ? w[k] : 1;
+        size_t q = k == last ? plen - p : static_cast<size_t>(pages * wk / (sum ? sum : static_cast<uint64_t>(n))) * kStripeAlign;
         if (q > plen - p) q = plen - p;
         if (q == 0) continue;
         f(k, off + p, q);

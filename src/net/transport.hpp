@@ -111,9 +111,9 @@ struct TransportOptions {
   // net/sock/spray.hpp).
   int flows = 0;
   size_t flow_window = 0;  // DCCL_NET_FLOW_WINDOW_BYTES (0: net/sock/spray.hpp's)
-  // DCCL_NET_LANE_RATES: striped libfabric links move their lanes' shares by the
-  // lanes' finishing times (net/fabric/lane_meter.hpp); false: equal pieces.
-  bool lane_rates = false;
+  // DCCL_NET_LANE_BALANCE: striped libfabric links fill each message into the lanes
+  // with the fewest bytes outstanding (net/fabric/lane_fill.hpp); false: equal pieces.
+  bool lane_balance = false;
   // Striped libfabric links cut by these weights, one per lane, instead (tests).
   std::vector<uint16_t> lane_weights;
   // The job secret: both ends of a socket-path connection prove they know it.

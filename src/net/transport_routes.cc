@@ -182,7 +182,7 @@ void FabricTransport::connect(const std::vector<std::string>& blobs, std::chrono
       std::vector<std::unique_ptr<FabricLink>> lanes;
       for (const Lane& l : p.lanes) lanes.push_back(std::make_unique<FabricLink>(l.ep, l.addr));
       std::vector<uint16_t> fixed = opts_.lane_weights;
-      if (fixed.empty() && !opts_.lane_rates) fixed.assign(lanes.size(), LaneMeter::kMaxWeight);
+      if (fixed.empty() && !opts_.lane_balance) fixed.assign(lanes.size(), kLaneWeightMax);
       auto s = std::make_unique<StripedLink>(rank, static_cast<int>(r), std::move(lanes), p.cut, stripe_order,
                                              p.rails, p.flows, std::move(fixed));
       out.large_min = s->stripe_min();

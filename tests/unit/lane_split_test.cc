@@ -1,14 +1,14 @@
 // The weighted split of a striped link (net/rails.hpp WireCut::each_weighted) and the
-// shares behind its weights (net/fabric/lane_meter.hpp), without a network: pieces
-// tile the message, follow the weights to a page, skip a lane whose share is nothing,
-// and a meter's weights move until its lanes finish together.
+// weights that fill the least-queued lanes (net/fabric/lane_fill.hpp), without a
+// network: pieces tile the message, follow the weights to a page, skip a lane whose
+// share is nothing, and a pipeline's messages go to the lanes that drained.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
-#include "net/fabric/lane_meter.hpp"
+#include "net/fabric/lane_fill.hpp"
 #include "net/rails.hpp"
 
 namespace dccl::net {
@@ -47,7 +47,7 @@ WireCut flows_cut(int lanes, size_t part = size_t{64} << 20) {
 TEST(LaneSplit, EqualWeightsGiveEveryLaneAShare) {
   const WireCut c = flows_cut(8);
   const size_t len = size_t{16} << 20;
-  const auto p = cut_of(c, len, std::vector<uint16_t>(8, LaneMeter::kMaxWeight));
+  const auto p = cut_of(c, len, std::vector<uint16_t>(8, kLaneWeightMax));
   ASSERT_EQ(p.size(), 8u);
   expect_tiles(p, len);
   for (int k = 0; k < 8; ++k) {
@@ -107,96 +107,71 @@ TEST(LaneSplit, PartsAndNearLanesAsTheEvenCut) {
   EXPECT_EQ(c.count(len), p.size());  // equal weights: as many pieces as the even cut
 }
 
-TEST(LaneMeter, EqualUntilLanesFinishApart) {
-  LaneMeter m(3);
-  std::vector<uint16_t> w(3);
-  m.weights(w.data());
-  for (uint16_t x : w) EXPECT_EQ(x, LaneMeter::kMaxWeight);
-  // Every lane finished together: nothing moves.
-  const uint64_t bytes[3] = {1 << 20, 1 << 20, 1 << 20};
-  const int64_t same[3] = {5'000'000, 5'000'000, 5'000'000};
-  m.finished(bytes, same);
-  m.weights(w.data());
-  for (uint16_t x : w) EXPECT_EQ(x, LaneMeter::kMaxWeight);
+TEST(LaneSplit, ZeroWeightsTakeNoPiece) {
+  // Weights 0, 1024, 0, 512: lanes 1 and 3 only, 2:1; the last lane with a weight
+  // takes the rest. All the part's lanes at 0: equal pieces.
+  const WireCut c = flows_cut(4);
+  const size_t len = (size_t{3} << 20) + 100;
+  const auto p = cut_of(c, len, {0, 1024, 0, 512});
+  ASSERT_EQ(p.size(), 2u);
+  expect_tiles(p, len);
+  EXPECT_EQ(p[0].lane, 1);
+  EXPECT_EQ(p[1].lane, 3);
+  EXPECT_EQ(p[0].len, size_t{2} << 20);
+  const auto q = cut_of(c, len, {0, 0, 0, 0});
+  ASSERT_EQ(q.size(), 4u);
+  expect_tiles(q, len);
 }
 
-TEST(LaneMeter, ALateLaneGetsLessUntilTheLanesFinishNearlyTogether) {
-  // Lane 1 runs at half the others' rate. Simulate: each lane's time is a common
-  // delay (a late receiver) plus its bytes over its rate; a message takes its
-  // slowest lane's time.
-  LaneMeter m(3);
-  const double rate[3] = {1.0, 0.5, 1.0};  // bytes per ns
-  auto message = [&](const std::vector<uint16_t>& w, uint64_t* bytes, int64_t* ns) {
-    const double sum = w[0] + w[1] + w[2];
-    int64_t slowest = 0;
-    for (int k = 0; k < 3; ++k) {
-      bytes[k] = static_cast<uint64_t>(8e6 * w[k] / sum);
-      ns[k] = static_cast<int64_t>(2e6 + static_cast<double>(bytes[k]) / rate[k]);
-      slowest = std::max(slowest, ns[k]);
-    }
-    return slowest;
-  };
-  std::vector<uint16_t> w(3);
-  uint64_t bytes[3];
-  int64_t ns[3];
-  const int64_t even = message({1, 1, 1}, bytes, ns);
-  for (int round = 0; round < 80; ++round) {
-    m.weights(w.data());
-    message(w, bytes, ns);
-    m.finished(bytes, ns);
-  }
-  m.weights(w.data());
-  const int64_t moved = message(w, bytes, ns);
-  const int64_t ideal = static_cast<int64_t>(2e6 + 8e6 / 2.5);  // every lane done together
-  EXPECT_LT(w[1], 0.75 * std::min(w[0], w[2]));
-  EXPECT_LT(moved, 0.9 * static_cast<double>(even));
-  EXPECT_LT(moved, 1.2 * static_cast<double>(ideal));  // the dead band leaves the rest
+std::vector<uint16_t> fill(const std::vector<uint64_t>& queued, uint64_t len) {
+  std::vector<uint16_t> w(queued.size());
+  fill_lanes(queued, len, w.data());
+  return w;
 }
 
-TEST(LaneMeter, NoiseAroundEqualTimesMovesNothingMuch) {
-  // Lanes alike, each message's times scattered +-20% (a fixed pseudo-random walk).
-  LaneMeter m(8);
-  uint32_t x = 12345;
-  std::vector<uint16_t> w(8);
-  for (int round = 0; round < 200; ++round) {
-    m.weights(w.data());
+TEST(LaneFill, IdleLanesShareEqually) {
+  EXPECT_EQ(fill({0, 0, 0, 0}, 1 << 20), (std::vector<uint16_t>(4, kLaneWeightMax)));
+  EXPECT_EQ(fill({5, 5, 5}, 4096), (std::vector<uint16_t>(3, kLaneWeightMax)));
+}
+
+TEST(LaneFill, TheLeastQueuedFillFirst) {
+  // Queues 0, 1 MiB, 3 MiB, 0: 1 MiB fills lanes 0 and 3 only (to 512 KiB each).
+  EXPECT_EQ(fill({0, 1 << 20, 3 << 20, 0}, 1 << 20), (std::vector<uint16_t>{1024, 0, 0, 1024}));
+  // 3 MiB: lanes 0, 1, 3 filled to a level of 4/3 MiB (1.33 + 0.33 + 1.33 = 3);
+  // lane 2 (3 MiB queued) none. Lane 1 a quarter of lane 0's.
+  const auto w = fill({0, 1 << 20, 3 << 20, 0}, 3 << 20);
+  EXPECT_EQ(w[0], 1024);
+  EXPECT_EQ(w[3], 1024);
+  EXPECT_EQ(w[2], 0);
+  EXPECT_EQ(w[1], 256);
+  // Enough to lift every lane past the deepest queue: all take some.
+  const auto all = fill({0, 1 << 20, 3 << 20, 0}, 16 << 20);
+  for (uint16_t x : all) EXPECT_GT(x, 0);
+  EXPECT_LT(all[2], all[1]);
+}
+
+TEST(LaneFill, APipelineGoesToWhatDrained) {
+  // Messages of 256 KiB posted while earlier ones drain: lane 2 drains at a quarter
+  // of the others' rate. Count the bytes each lane is handed over 400 messages.
+  const size_t n = 4;
+  const double rate[n] = {1, 1, 0.25, 1};  // bytes drained per tick
+  std::vector<double> queued(n, 0), handed(n, 0);
+  std::vector<uint64_t> q(n);
+  std::vector<uint16_t> w(n);
+  const double msg = 256 << 10;
+  for (int m = 0; m < 400; ++m) {
+    for (size_t k = 0; k < n; ++k) q[k] = static_cast<uint64_t>(queued[k]);
+    fill_lanes(q, static_cast<uint64_t>(msg), w.data());
     double sum = 0;
-    for (uint16_t v : w) sum += v;
-    uint64_t bytes[8];
-    int64_t ns[8];
-    for (int k = 0; k < 8; ++k) {
-      x = x * 1664525u + 1013904223u;
-      const double noise = 0.8 + 0.4 * (x >> 8) / static_cast<double>(1u << 24);
-      bytes[k] = static_cast<uint64_t>(4e6 * w[k] / sum);
-      ns[k] = static_cast<int64_t>(static_cast<double>(bytes[k]) * noise);
+    for (uint16_t x : w) sum += x;
+    for (size_t k = 0; k < n; ++k) {
+      queued[k] += msg * w[k] / sum;
+      handed[k] += msg * w[k] / sum;
+      queued[k] = std::max(0.0, queued[k] - rate[k] * msg / 3.25);  // the lanes drain a message a tick together
     }
-    m.finished(bytes, ns);
   }
-  m.weights(w.data());
-  for (uint16_t v : w) EXPECT_GE(v, LaneMeter::kMaxWeight * 0.6) << "a share wandered off";
-}
-
-TEST(LaneMeter, AShareHasAFloorAndMovesByAQuarterAtMost) {
-  LaneMeter m(2);
-  const uint64_t bytes[2] = {1 << 20, 1 << 20};
-  const int64_t ns[2] = {1'000'000, 100'000'000};  // lane 1 a hundred times later
-  m.finished(bytes, ns);
-  // sqrt(mean/ns): lane 0 x7.1, lane 1 x0.71, clamped to 1.25 and 0.8: 1 and 0.64
-  // after scaling.
-  EXPECT_DOUBLE_EQ(m.share(0), 1.0);
-  EXPECT_NEAR(m.share(1), 0.8 / 1.25, 1e-12);
-  for (int i = 0; i < 10; ++i) m.finished(bytes, ns);
-  std::vector<uint16_t> w(2);
-  m.weights(w.data());
-  EXPECT_EQ(w[1], LaneMeter::kMinWeight);  // never below: the lane stays measured
-  // A lane without a piece keeps its share; a time that cannot be teaches nothing.
-  const uint64_t one[2] = {1 << 20, 0};
-  const int64_t t[2] = {1'000'000, 0};
-  m.finished(one, t);
-  EXPECT_EQ(m.share(1), static_cast<double>(LaneMeter::kMinWeight) / LaneMeter::kMaxWeight);
-  const int64_t bad[2] = {-5, 1'000'000};
-  m.finished(bytes, bad);
-  EXPECT_DOUBLE_EQ(m.share(0), 1.0);
+  const double slow = handed[2] / (handed[0] + handed[1] + handed[3]) * 3;
+  EXPECT_NEAR(slow, 0.25, 0.05) << "the slow lane is handed in proportion to its rate";
 }
 
 }  // namespace

@@ -1,7 +1,6 @@
 #include "net/fabric/striped_link.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 
 #include "core/error.hpp"
@@ -38,8 +37,8 @@ std::string decode(const std::vector<unsigned char>& in, int lanes, uint64_t* le
   w->resize(static_cast<size_t>(lanes));
   std::memcpy(w->data(), in.data() + 16, 2 * static_cast<size_t>(lanes));
   for (uint16_t x : *w)
-    if (x == 0) return "a split note with a lane of weight 0";
-  return "";
+    if (x) return "";
+  return "a split note with no lane";
 }
 
 }  // namespace
@@ -54,7 +53,7 @@ StripedLink::StripedLink(int rank, int peer, std::vector<std::unique_ptr<FabricL
       rails_(rails),
       flows_(flows),
       fixed_(std::move(fixed)),
-      meter_(static_cast<int>(lanes_.size())) {
+      queued_(lanes_.size(), 0) {
   if (fixed_.size() != lanes_.size()) fixed_.clear();
 }
 
@@ -127,32 +126,25 @@ void StripedLink::post(bool send, void* buf, size_t len, uint64_t tag, Request* 
   settle_locked();
 }
 
-namespace {
-int64_t steady_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-}  // namespace
-
 void StripedLink::post_send(char* buf, size_t len, uint64_t tag, Request* req, MemRegion* mr) {
   const size_t lanes = lanes_.size();
   std::lock_guard<std::mutex> order(*order_);
   std::vector<uint16_t> w(fixed_);
   std::list<Sending> one(1);  // filled here, then handed to settle_locked
   Sending* s = &one.front();
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    for (const auto& [bytes, took] : learned_) meter_.finished(bytes.data(), took.data());
-    learned_.clear();
-  }
   if (w.empty()) {
+    std::vector<uint64_t> queued;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      settle_sends_locked();  // what drained since the last pass
+      queued = queued_;
+    }
     w.resize(lanes);
-    meter_.weights(w.data());
+    fill_lanes(queued, len, w.data());
   }
   // Pieces per lane, each lane's request counting its own.
   std::vector<size_t> planned(lanes, 0), posted(lanes, 0);
   s->bytes.assign(lanes, 0);
-  s->took.assign(lanes, 0);
   s->lane.reset(new Request[lanes]);
   s->used.assign(lanes, 0);
   cut_.each_weighted(len, w.data(), [&](int lane, size_t, size_t plen) {
@@ -170,10 +162,10 @@ void StripedLink::post_send(char* buf, size_t len, uint64_t tag, Request* req, M
     if (planned[k]) ++s->open;
   }
   req->pending_parts.store(s->open, std::memory_order_release);
-  s->posted_at = steady_ns();
   s->req = req;
   {
     std::lock_guard<std::mutex> lk(mu_);
+    for (size_t k = 0; k < lanes; ++k) queued_[k] += s->bytes[k];
     sending_.splice(sending_.end(), one);  // settle_locked sees it from here on
     busy_.fetch_add(1, std::memory_order_release);
   }
@@ -192,14 +184,14 @@ void StripedLink::post_send(char* buf, size_t len, uint64_t tag, Request* req, M
   raise_post(true, cause);
 }
 
-void StripedLink::settle_sends_locked(int64_t now) {
+void StripedLink::settle_sends_locked() {
   for (auto it = sending_.begin(); it != sending_.end();) {
     Sending& s = *it;
     for (size_t k = 0; k < s.bytes.size(); ++k) {
-      if (!s.used[k] || s.took[k] || !s.lane[k].done.load(std::memory_order_acquire)) continue;
-      s.took[k] = std::max<int64_t>(1, now - s.posted_at);
+      if (s.used[k] != 1 || !s.lane[k].done.load(std::memory_order_acquire)) continue;
+      s.used[k] = 2;
+      queued_[k] -= s.bytes[k];
       --s.open;
-      if (s.lane[k].failed) s.failed = true;
       if (Request* r = s.req) {
         if (s.lane[k].failed) r->fail(s.lane[k].error);
         r->bytes.fetch_add(s.lane[k].bytes.load(std::memory_order_relaxed), std::memory_order_relaxed);
@@ -210,7 +202,6 @@ void StripedLink::settle_sends_locked(int64_t now) {
       ++it;
       continue;
     }
-    if (!s.failed && s.req) learned_.emplace_back(std::move(s.bytes), std::move(s.took));
     it = sending_.erase(it);
     busy_.fetch_sub(1, std::memory_order_release);
   }
@@ -258,7 +249,7 @@ bool StripedLink::advance_locked(Waiting& w) {
                 (plen == w.len ? "" : " at offset " + std::to_string(w.off) + " of " + std::to_string(w.len)) + ")";
       }
     } else {
-      wt.assign(static_cast<size_t>(lanes), LaneMeter::kMaxWeight);  // whole on the home lane
+      wt.assign(static_cast<size_t>(lanes), kLaneWeightMax);  // whole on the home lane
     }
     if (bad.empty()) {
       size_t n = 0, posted = 0;
@@ -281,7 +272,7 @@ bool StripedLink::advance_locked(Waiting& w) {
 }
 
 void StripedLink::settle_locked() {
-  if (!sending_.empty()) settle_sends_locked(steady_ns());
+  if (!sending_.empty()) settle_sends_locked();
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     bool earlier = false;  // a receive of the same tag posted before it is not through
     for (auto e = waiting_.begin(); e != it && !earlier; ++e) earlier = e->tag == it->tag;
@@ -336,7 +327,7 @@ std::string StripedLink::pending_note(const Request& r) const {
       if (x.req != &r) continue;
       std::string s;
       for (size_t k = 0; k < x.bytes.size(); ++k)
-        if (x.used[k] && !x.lane[k].done.load(std::memory_order_acquire))
+        if (x.used[k] == 1 && !x.lane[k].done.load(std::memory_order_acquire))
           s += (s.empty() ? "" : " and ") + lanes_[k]->endpoint()->label();
       return s.empty() ? s : "; pieces still pending on " + s;
     }

@@ -4,12 +4,12 @@
 // each flow its own connection, so that multipath hashing and per-flow caps tell
 // them apart), or both, each a FabricLink.
 //
-// The split follows the lanes' measured finishing times (net/fabric/lane_meter.hpp):
-// a lane that finished the last message's piece late gets a smaller piece. For every part it cuts, the sender
-// says the split in a note, a small message on the home lane ahead of the part's
-// pieces under the message's own tag (its length mark tells it apart); the receiver
-// posts a part's note receive, and the part's piece receives when the note arrives
-// (progress()), then the next part's note receive, so both ends cut alike
+// For every part it cuts, the sender says the cut in a note, a small message on the
+// home lane ahead of the part's pieces under the message's own tag (its length mark
+// tells it apart): equal pieces, or with DCCL_NET_LANE_BALANCE=1 the message filled
+// into the lanes with the fewest bytes outstanding (net/fabric/lane_fill.hpp). The
+// receiver posts a part's note receive, and the part's piece receives when the note
+// arrives (progress()), then the next part's note receive, so both ends cut alike
 // (WireCut::each_weighted) and a sender posting part by part (a staged one) meets a
 // receiver posting the whole. A note whose part length disagrees with the receive's
 // fails the receive at once with a count mismatch. Receives of one tag take their
@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "net/fabric/fabric_link.hpp"
-#include "net/fabric/lane_meter.hpp"
+#include "net/fabric/lane_fill.hpp"
 #include "net/link.hpp"
 #include "net/rails.hpp"
 
@@ -36,7 +36,8 @@ class StripedLink final : public Link {
   // shared by every striped link of the transport so that two threads' messages reach
   // the lanes in one order.
   // `rails` x `flows` lanes (rails >= 2: striped over rails; flows >= 2: over flows).
-  // `fixed`: weights to split by instead of the measured ones (tests), one per lane.
+  // `fixed`: weights to cut by, one per lane (equal pieces, tests); empty: fill the
+  // least-queued lanes (net/fabric/lane_fill.hpp).
   StripedLink(int rank, int peer, std::vector<std::unique_ptr<FabricLink>> lanes, WireCut cut,
               std::shared_ptr<std::mutex> order, int rails, int flows, std::vector<uint16_t> fixed = {});
   ~StripedLink() override;
@@ -86,17 +87,14 @@ class StripedLink final : public Link {
   };
 
   // A send in flight: its pieces on each lane complete a request of that lane's, so
-  // that progress() sees when each lane finished; the message's request completes
+  // that progress() sees each lane's bytes drain; the message's request completes
   // with the last lane.
   struct Sending {
     Request* req = nullptr;  // nullptr once cancelled
-    int64_t posted_at = 0;
-    std::vector<uint8_t> used;    // per lane: carries pieces
+    std::vector<uint8_t> used;    // per lane: carries pieces (1), seen done (2)
     std::vector<uint64_t> bytes;  // per lane
-    std::vector<int64_t> took;    // per lane: ns from posting to seen done (0: not yet)
     std::unique_ptr<Request[]> lane;
     int open = 0;  // lanes with pieces not yet seen done
-    bool failed = false;
   };
 
   void post_send(char* buf, size_t len, uint64_t tag, Request* req, MemRegion* mr);
@@ -113,7 +111,7 @@ class StripedLink final : public Link {
   // Under mu_: receives whose turn it is move on; sends' lanes seen done complete
   // their requests; sent notes that completed are freed.
   void settle_locked();
-  void settle_sends_locked(int64_t now);
+  void settle_sends_locked();
   void raise_post(bool send, const std::string& cause) const;
 
   int rank_, peer_;
@@ -122,13 +120,11 @@ class StripedLink final : public Link {
   std::shared_ptr<std::mutex> order_;
   int rails_, flows_;
   std::vector<uint16_t> fixed_;
-  LaneMeter meter_;  // under order_: fed by learned_ when a message is sent
   mutable std::mutex mu_;
   std::list<Waiting> waiting_;  // in posting order
   std::list<Note> sent_;        // notes in flight
   std::list<Sending> sending_;
-  // Sends through, not yet learned from: bytes and times per lane (under mu_).
-  std::vector<std::pair<std::vector<uint64_t>, std::vector<int64_t>>> learned_;
+  std::vector<uint64_t> queued_;  // per lane: bytes of sending_ not yet seen done
   std::atomic<size_t> busy_{0};  // waiting_.size() + sent_.size() + sending_.size()
 };
 
