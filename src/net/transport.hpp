@@ -20,7 +20,8 @@ namespace dccl::net {
 // part as the provider sees it; both ends cut alike): a send and a receive of
 // different lengths never match, so ranks that disagree on a count cannot truncate or corrupt each other's
 // buffers or wedge a provider mid-transfer; the receive waits, and its timeout
-// says what it found (Endpoint::peek). Callers' tags leave these bits clear.
+// says what it found (Endpoint::peek; a striped receive fails at once when the
+// sender's note names another length). Callers' tags leave these bits clear.
 inline constexpr uint64_t kLengthMarkBits = 0x3fULL << 58;
 inline uint64_t length_mark(size_t len) {
   return ((static_cast<uint64_t>(len) * 0x9E3779B97F4A7C15ULL) >> 58) << 58;
