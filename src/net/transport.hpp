@@ -114,7 +114,7 @@ struct TransportOptions {
   size_t flow_window = 0;  // DCCL_NET_FLOW_WINDOW_BYTES (0: net/sock/spray.hpp's)
   // DCCL_NET_LANE_BALANCE: striped libfabric links fill each message into the lanes
   // with the fewest bytes outstanding (net/fabric/lane_fill.hpp); false: equal pieces.
-  bool lane_balance = false;
+  bool lane_balance = true;
   // Striped libfabric links cut by these weights, one per lane, instead (tests).
   std::vector<uint16_t> lane_weights;
   // The job secret: both ends of a socket-path connection prove they know it.
