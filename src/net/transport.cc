@@ -73,11 +73,7 @@ void LinkTransport::post(bool send, int peer, void* buf, size_t len, uint64_t ta
                                "bad arguments (peer " + std::to_string(peer) + " of " + std::to_string(opts_.nranks) +
                                    ", request " + (req ? "set" : "null") + ", " + std::to_string(len) + " bytes at " +
                                    (buf ? "a buffer" : "null") + ")"));
-  req->reset();
-  req->peer = peer;
-  req->tag = tag;
-  req->len = len;
-  req->is_send = send;
+  req->arm(peer, tag, len, send);
   if (tag & kLengthMarkBits)
     core::raise(dcclInternalError, core::describe(opts_.rank, op, "tag uses the length mark's bits"));
   const Route& rt = routes_[static_cast<size_t>(peer)];

@@ -71,6 +71,24 @@ struct Request {
     error = text;
     failed = true;
   }
+  // Internal: reset() and described for a new message of n bytes to or from peer p,
+  // which `parts` messages will complete.
+  void arm(int p, uint64_t t, size_t n, bool send, int parts = 0) {
+    reset();
+    peer = p;
+    tag = t;
+    len = n;
+    is_send = send;
+    pending_parts.store(parts, std::memory_order_release);
+  }
+  // Internal: unless it finished already, the request ends now, failed with `text`
+  // (cancelled: what is still in flight for it is never counted).
+  void abandon(const std::string& text) {
+    if (done.load(std::memory_order_acquire)) return;
+    fail(text);
+    pending_parts.store(0, std::memory_order_relaxed);
+    done.store(true, std::memory_order_release);
+  }
   // Internal: `n` messages of this request finished (or will never be posted); the
   // last one marks the request done.
   void parts_done(int n = 1) {

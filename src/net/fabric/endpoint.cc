@@ -431,21 +431,12 @@ void Endpoint::cancel_all() {
     if (!r) continue;
     fi_cancel(&ep_.get()->fid, &op->ctx);
     cancelled_any_ = true;
-    if (!r->done.load(std::memory_order_acquire)) {
-      r->fail("cancelled");
-      r->pending_parts.store(0, std::memory_order_relaxed);
-      r->done.store(true, std::memory_order_release);
-    }
+    r->abandon("cancelled");
     op->req = nullptr;
   }
   for (auto* q : {&tx_backlog_, &rx_backlog_}) {
     for (MsgOp* op : *q) {
-      Request* r = op->req;
-      if (!r->done.load(std::memory_order_acquire)) {
-        r->fail("cancelled");
-        r->pending_parts.store(0, std::memory_order_relaxed);
-        r->done.store(true, std::memory_order_release);
-      }
+      op->req->abandon("cancelled");
       free_op(op);
     }
     q->clear();

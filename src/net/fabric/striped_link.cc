@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "core/error.hpp"
 
@@ -18,7 +19,7 @@ uint64_t get64(const unsigned char* p) {
   return v;
 }
 
-// The note: [0, 8) the message's length, [8, 12) magic, [12, 16) lanes, then one
+// The note: [0, 8) the part's length, [8, 12) magic, [12, 16) lanes, then one
 // 16-bit weight per lane (host order: both ends are one build's).
 void encode(std::vector<unsigned char>* out, uint64_t len, const uint16_t* w, int lanes) {
   out->assign(StripedLink::note_bytes(lanes), 0);
@@ -96,12 +97,7 @@ std::string StripedLink::send_note(size_t plen, const uint16_t* w, uint64_t tag)
   }
   encode(&note->bytes, plen, w, static_cast<int>(lanes_.size()));
   Request& nr = note->req;
-  nr.reset();
-  nr.peer = peer_;
-  nr.tag = tag;
-  nr.len = note->bytes.size();
-  nr.is_send = true;
-  nr.pending_parts.store(1, std::memory_order_release);
+  nr.arm(peer_, tag, note->bytes.size(), true, 1);
   std::string cause =
       lanes_[static_cast<size_t>(cut_.home)]->post_piece(true, note->bytes.data(), note->bytes.size(), tag, &nr, nullptr);
   if (!cause.empty()) {
@@ -153,12 +149,7 @@ void StripedLink::post_send(char* buf, size_t len, uint64_t tag, Request* req, M
     s->bytes[static_cast<size_t>(lane)] += plen;
   });
   for (size_t k = 0; k < lanes; ++k) {
-    Request& lr = s->lane[k];
-    lr.reset();
-    lr.peer = peer_;
-    lr.tag = tag;
-    lr.is_send = true;
-    lr.pending_parts.store(static_cast<int>(planned[k]), std::memory_order_relaxed);
+    s->lane[k].arm(peer_, tag, s->bytes[k], true, static_cast<int>(planned[k]));
     if (planned[k]) ++s->open;
   }
   req->pending_parts.store(s->open, std::memory_order_release);
@@ -224,11 +215,7 @@ bool StripedLink::advance_locked(Waiting& w) {
     if (cut_.stripes(plen)) {
       Request& nr = w.note.req;
       if (!w.posted) {
-        nr.reset();
-        nr.peer = peer_;
-        nr.tag = w.tag;
-        nr.len = w.note.bytes.size();
-        nr.pending_parts.store(1, std::memory_order_release);
+        nr.arm(peer_, w.tag, w.note.bytes.size(), false, 1);
         bad = lanes_[static_cast<size_t>(cut_.home)]->post_piece(false, w.note.bytes.data(), w.note.bytes.size(),
                                                                   w.tag, &nr, nullptr);
         if (bad.empty()) {
@@ -295,20 +282,11 @@ void StripedLink::settle_locked() {
 
 void StripedLink::cancel() {
   std::lock_guard<std::mutex> lk(mu_);
-  for (Sending& x : sending_) {
-    if (!x.req) continue;
-    x.req->fail("cancelled");
-    x.req->pending_parts.store(0, std::memory_order_relaxed);
-    x.req->done.store(true, std::memory_order_release);
-    x.req = nullptr;  // the lanes' requests stay until the lanes are cancelled too
-  }
-  for (Waiting& w : waiting_) {
-    if (!w.req) continue;
-    w.req->fail("cancelled");
-    w.req->pending_parts.store(0, std::memory_order_relaxed);
-    w.req->done.store(true, std::memory_order_release);
-    w.req = nullptr;  // the note's receive stays until its lane is cancelled too
-  }
+  // The lanes' requests and the notes' receives stay until the lanes are cancelled too.
+  for (Sending& x : sending_)
+    if (Request* r = std::exchange(x.req, nullptr)) r->abandon("cancelled");
+  for (Waiting& w : waiting_)
+    if (Request* r = std::exchange(w.req, nullptr)) r->abandon("cancelled");
 }
 
 std::string StripedLink::mismatch_note(const Request& r) const {

@@ -69,7 +69,7 @@ class StripedLink final : public Link {
   static size_t note_bytes(int lanes) { return 16 + 2 * static_cast<size_t>(lanes); }
 
  private:
-  // One message's split: its length and a weight per lane.
+  // One part's split (the note sent ahead of its pieces) and the note's own request.
   struct Note {
     std::vector<unsigned char> bytes;
     Request req;  // the note's own send or receive
