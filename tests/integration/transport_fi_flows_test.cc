@@ -22,6 +22,7 @@
 #pragma GCC diagnostic pop
 #endif
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.hpp"
@@ -47,37 +48,6 @@ TransportOptions flow_opts(int flows) {
 
 std::string host_of(int r) { return "h" + std::to_string(r); }
 
-TEST(TransportFiFlows, MessagesArriveOverEveryFlow) {
-  run_ranks(2, flow_opts(3), [](Ctx& c) {
-    const int peer = 1 - c.rank;
-    const std::vector<size_t> lens{8, kFlowsMinBytes - 1, kFlowsMinBytes, (size_t{5} << 20) + 13};
-    std::vector<std::vector<uint8_t>> out(lens.size()), in(lens.size());
-    std::vector<Request> rq(lens.size()), sq(lens.size());
-    std::vector<Request*> all;
-    for (size_t k = 0; k < lens.size(); ++k) {
-      in[k].assign(lens[k], 0);
-      c.t->irecv(peer, in[k].data(), lens[k], 5, &rq[k]);
-      all.push_back(&rq[k]);
-    }
-    for (size_t k = 0; k < lens.size(); ++k) {
-      out[k].resize(lens[k]);
-      fill(out[k], c.rank, static_cast<int>(k));
-      c.t->isend(peer, out[k].data(), lens[k], 5, &sq[k]);
-      all.push_back(&sq[k]);
-    }
-    c.t->wait(all.data(), all.size(), "flows exchange");
-    for (size_t k = 0; k < lens.size(); ++k) CHILD_CHECK(verify(in[k], lens[k], peer, static_cast<int>(k)));
-    // Every flow of the rail moved bytes: "tcp;ofi_rxm on lo, flow F of 3: sent N bytes, ..."
-    int busy = 0;
-    for (const std::string& l : c.t->rail_counters()) {
-      std::smatch m;
-      if (std::regex_search(l, m, std::regex(", flow [123] of 3: sent ([0-9]+) bytes")) && std::stoull(m[1]) > 0)
-        ++busy;
-    }
-    CHILD_CHECK(busy == 3);
-  }, false, host_of);
-}
-
 // Sent bytes per flow, from "tcp;ofi_rxm on lo, flow F of 3: sent N bytes, ...".
 std::vector<uint64_t> flow_sent(Transport* t, int flows) {
   std::vector<uint64_t> out(static_cast<size_t>(flows), 0);
@@ -89,43 +59,62 @@ std::vector<uint64_t> flow_sent(Transport* t, int flows) {
   return out;
 }
 
+// Posts a receive from the peer for each of `lens` (all under `tag`, or tag + k for
+// message k when `distinct`), then the sends (message `by_part`, when given, as
+// `part`-byte messages: a staged sender), all in flight at once; waits, and checks
+// every byte, every receive's arrived length and every send's length.
+void exchange(Ctx& c, const std::vector<size_t>& lens, uint64_t tag, bool distinct, const char* what,
+              size_t by_part = SIZE_MAX, size_t part = 0) {
+  const int peer = 1 - c.rank;
+  const size_t n = lens.size();
+  std::vector<std::vector<uint8_t>> out(n), in(n);
+  std::vector<Request> rq(n);
+  std::vector<std::pair<Request, size_t>> sq(n + (by_part < n ? lens[by_part] / part + 1 : 0));
+  std::vector<Request*> all;
+  for (size_t k = 0; k < n; ++k) {
+    in[k].assign(lens[k], 0);
+    c.t->irecv(peer, in[k].data(), lens[k], distinct ? tag + k : tag, &rq[k]);
+    all.push_back(&rq[k]);
+  }
+  size_t sends = 0;
+  for (size_t k = 0; k < n; ++k) {
+    out[k].resize(lens[k]);
+    fill(out[k], c.rank, static_cast<int>(k));
+    const size_t step = k == by_part ? part : lens[k] + 1;
+    for (size_t off = 0; off == 0 || off < lens[k]; off += step) {
+      auto& [r, len] = sq[sends++];
+      len = std::min(step, lens[k] - off);
+      c.t->isend(peer, out[k].data() + off, len, distinct ? tag + k : tag, &r);
+      all.push_back(&r);
+    }
+  }
+  c.t->wait(all.data(), all.size(), what);
+  for (size_t k = 0; k < n; ++k) {
+    CHILD_CHECK(verify(in[k], lens[k], peer, static_cast<int>(k)));
+    CHILD_CHECK(rq[k].bytes.load() == lens[k]);
+  }
+  for (size_t i = 0; i < sends; ++i) CHILD_CHECK(sq[i].first.bytes.load() == sq[i].second);
+}
+
+TEST(TransportFiFlows, MessagesArriveOverEveryFlow) {
+  run_ranks(2, flow_opts(3), [](Ctx& c) {
+    exchange(c, {8, kFlowsMinBytes - 1, kFlowsMinBytes, (size_t{5} << 20) + 13}, 5, false, "flows exchange");
+    // Every flow of the rail moved bytes.
+    const std::vector<uint64_t> s = flow_sent(c.t.get(), 3);
+    CHILD_CHECK(s[0] > 0 && s[1] > 0 && s[2] > 0);
+  }, false, host_of);
+}
+
 TEST(TransportFiFlows, AnUnevenSplitArrivesIntact) {
   TransportOptions o = flow_opts(3);
   o.lane_weights = {1024, 128, 512};  // the sender's choice; the receiver learns it from the note
   o.max_part_bytes = size_t{2} << 20;  // several parts, a note each
   run_ranks(2, o, [](Ctx& c) {
-    const int peer = 1 - c.rank;
     // Same tag throughout: the receives pair with the sends in order. The last
     // message goes part by part (a staged sender) to a receive of the whole.
     const std::vector<size_t> lens{kFlowsMinBytes, (size_t{3} << 20) + 4095, size_t{8} << 20, 100,
                                    (size_t{5} << 20) + 512};
-    const size_t by_part = lens.size() - 1, part = size_t{2} << 20;
-    std::vector<std::vector<uint8_t>> out(lens.size()), in(lens.size());
-    std::vector<Request> rq(lens.size()), sq(lens.size());
-    std::vector<Request*> all;
-    for (size_t k = 0; k < lens.size(); ++k) {
-      in[k].assign(lens[k], 0);
-      c.t->irecv(peer, in[k].data(), lens[k], 7, &rq[k]);
-      all.push_back(&rq[k]);
-    }
-    for (size_t k = 0; k < lens.size(); ++k) {
-      out[k].resize(lens[k]);
-      fill(out[k], c.rank, static_cast<int>(k));
-      if (k != by_part) {
-        c.t->isend(peer, out[k].data(), lens[k], 7, &sq[k]);
-        all.push_back(&sq[k]);
-      }
-    }
-    std::vector<Request> pq(3);
-    for (size_t i = 0; i < pq.size(); ++i) {
-      c.t->isend(peer, out[by_part].data() + i * part, std::min(part, lens[by_part] - i * part), 7, &pq[i]);
-      all.push_back(&pq[i]);
-    }
-    c.t->wait(all.data(), all.size(), "uneven split");
-    for (size_t k = 0; k < lens.size(); ++k) {
-      CHILD_CHECK(verify(in[k], lens[k], peer, static_cast<int>(k)));
-      CHILD_CHECK(rq[k].bytes.load() == lens[k]);
-    }
+    exchange(c, lens, 7, false, "uneven split", lens.size() - 1, size_t{2} << 20);
     // Flow 1 (weight 1024) carried about 8x flow 2's bytes (128), flow 3 (512) about 4x.
     const std::vector<uint64_t> s = flow_sent(c.t.get(), 3);
     fprintf(stderr, "rank %d sent per flow: %llu %llu %llu\n", c.rank, static_cast<unsigned long long>(s[0]),
@@ -141,25 +130,7 @@ TEST(TransportFiFlows, BalancedPipelineArrivesIntact) {
   TransportOptions o = flow_opts(3);
   o.lane_balance = true;
   run_ranks(2, o, [](Ctx& c) {
-    const int peer = 1 - c.rank;
-    const size_t n = 24, len = (size_t{256} << 10) + 4096 * 3 + 5;
-    std::vector<std::vector<uint8_t>> out(n), in(n);
-    std::vector<Request> rq(n), sq(n);
-    std::vector<Request*> all;
-    for (size_t k = 0; k < n; ++k) {
-      in[k].assign(len, 0);
-      c.t->irecv(peer, in[k].data(), len, 100 + k, &rq[k]);
-      all.push_back(&rq[k]);
-    }
-    for (size_t k = 0; k < n; ++k) {
-      out[k].resize(len);
-      fill(out[k], c.rank, static_cast<int>(k));
-      c.t->isend(peer, out[k].data(), len, 100 + k, &sq[k]);
-      all.push_back(&sq[k]);
-    }
-    c.t->wait(all.data(), all.size(), "balanced pipeline");
-    for (size_t k = 0; k < n; ++k) CHILD_CHECK(verify(in[k], len, peer, static_cast<int>(k)));
-    for (size_t k = 0; k < n; ++k) CHILD_CHECK(sq[k].bytes.load() == len && rq[k].bytes.load() == len);
+    exchange(c, std::vector<size_t>(24, (size_t{256} << 10) + 4096 * 3 + 5), 100, true, "balanced pipeline");
     const std::vector<uint64_t> s = flow_sent(c.t.get(), 3);
     fprintf(stderr, "rank %d sent per flow: %llu %llu %llu\n", c.rank, static_cast<unsigned long long>(s[0]),
             static_cast<unsigned long long>(s[1]), static_cast<unsigned long long>(s[2]));
