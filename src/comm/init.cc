@@ -172,6 +172,7 @@ void Communicator::open_transport(const boot::UniqueIdData& id, const std::strin
   to.sock_bytes = cfg_.net_sock_bytes;
   to.flows = static_cast<int>(cfg_.net_flows);
   to.flow_window = cfg_.net_flow_window_bytes;
+  to.tcp_congestion = cfg_.net_tcp_congestion;
   to.lane_balance = cfg_.net_lane_balance;
   to.secret = id.secret;
   to.trust_network = cfg_.trust_network;

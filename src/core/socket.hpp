@@ -67,6 +67,12 @@ void set_nodelay(int fd);
 // TCP keepalive probes after 10 s of silence, every 3 s, 3 unanswered end it:
 // a peer whose host vanished (no FIN) is noticed within about 20 s.
 void set_keepalive(int fd);
+// The connection's TCP congestion control (TCP_CONGESTION): 0, or the errno the
+// kernel refused it with (ENOENT: not in this kernel; EPERM: not in
+// net.ipv4.tcp_allowed_congestion_control for an unprivileged process).
+int set_congestion(int fd, const std::string& name);
+// The congestion control a connection uses, "" when unknown.
+std::string congestion(int fd);
 
 // Milliseconds left until `deadline`, rounded up, for poll(); 0 when past.
 int ms_until(Clock::time_point deadline);

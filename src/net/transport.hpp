@@ -130,6 +130,8 @@ struct TransportOptions {
   // net/sock/spray.hpp).
   int flows = 0;
   size_t flow_window = 0;  // DCCL_NET_FLOW_WINDOW_BYTES (0: net/sock/spray.hpp's)
+  // DCCL_NET_TCP_CONGESTION: the socket path's congestion control (SockPath::set_congestion).
+  std::string tcp_congestion = "auto";
   // DCCL_NET_LANE_BALANCE: striped libfabric links fill each message into the lanes
   // with the fewest bytes outstanding (net/fabric/lane_fill.hpp); false: equal pieces.
   bool lane_balance = true;

@@ -102,6 +102,7 @@ FabricTransport::FabricTransport(const TransportOptions& o) : LinkTransport(o) {
     sock_ = std::make_unique<SockPath>(o.rank, sock_max, o.timeout, tcp_ips, tcp_rails, o.secret);
     sock_->set_flows(o.flows);
     sock_->set_flow_window(o.flow_window);
+    sock_->set_congestion(o.tcp_congestion);
     self_.sock = sock_->address();
   }
 }

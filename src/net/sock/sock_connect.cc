@@ -34,6 +34,7 @@ SockPath::SockPath(int rank, uint64_t max_bytes, std::chrono::milliseconds timeo
   rail_recvd_.assign(rails_.size(), 0);
   std::random_device rd;
   nonce_ = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  set_congestion("auto");
   for (const std::string& ip : ips) {
     sock::SockAddr sa;
     const bool v6 = ip.find(':') != std::string::npos;
@@ -115,6 +116,7 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers, bo
   }
   std::vector<uint64_t> limits(peers.size(), 0), nonces(peers.size(), 0);
   std::vector<std::vector<Conn*>> slots(peers.size());  // per rank, its flows' connections
+  std::vector<bool> near_pair(peers.size(), false);      // per rank: on this host or over loopback
   auto complete_pair = [&](size_t r) {
     return !slots[r].empty() && std::all_of(slots[r].begin(), slots[r].end(), [](Conn* c) { return c != nullptr; });
   };
@@ -139,6 +141,7 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers, bo
     nonces[r] = strtoull(nonce_hex.c_str(), nullptr, 16);
     limits[r] = std::min(lim, max_bytes_);
     const bool near = (r < local.size() && local[r]) || loopback(eps[static_cast<size_t>(rail)]);
+    near_pair[r] = near;
     const int nflows = spray::pair_flows(flows_, their_flows, near);
     slots[r].assign(static_cast<size_t>(nflows), nullptr);
     if (static_cast<int>(r) < rank_) {
@@ -176,6 +179,7 @@ void SockPath::connect(const std::vector<std::pair<int, std::string>>& peers, bo
     c->flow = p.flow;
     c->stage.resize(c->flow == 0 ? 64 << 10 : 64);
     sock::set_nodelay(c->fd);
+    apply_congestion(c->fd, near_pair[static_cast<size_t>(p.peer)]);
     slots[static_cast<size_t>(p.peer)][static_cast<size_t>(p.flow)] = c.get();
     conns_.push_back(std::move(c));
     p.fd = -1;

@@ -45,6 +45,17 @@
 // over whichever flows have the fewest bytes queued when the chunk's turn comes
 // (sock_spray.cc). The receiver places each chunk at its offset, in any order; the
 // message completes when every byte arrived. A flow that fails fails the pair.
+//
+// Congestion control (set_congestion, DCCL_NET_TCP_CONGESTION): a pair on one host
+// ("auto", the default) uses cubic (else reno), whatever the system's default. A
+// pacing congestion control (bbr) without the fq qdisc sends part of a flow from the
+// pacing timer, on whichever CPU it fires; on the kernel's software devices
+// (loopback, veth) each CPU delivers what it sent from its own queue, so segments of
+// one connection arrive out of order, and TCP retransmits what it takes for lost.
+// 2 ranks on one host, allreduce over this path with bbr: 470 retransmitted segments
+// in 610 calls of 4 MiB, and 1.6-2x the time per call of cubic or reno at 1-16 MiB
+// (bench/results/2026-12-05-congestion). Pairs across hosts keep the system's choice
+// (a NIC keeps a connection's segments in order); a name sets every connection's.
 #pragma once
 #include <array>
 #include <chrono>
@@ -107,6 +118,13 @@ class SockPath {
   void set_flows(int flows) { flows_ = flows; }
   // Bytes a flow may hold queued before the spray passes it over (DCCL_NET_FLOW_WINDOW_BYTES).
   void set_flow_window(size_t bytes) { window_ = bytes ? bytes : spray::kWindowBytes; }
+  // The congestion control of the connections: "auto" (cubic, else reno, for a pair
+  // on one host; the system's for the others), "system" or "" (the system's for
+  // all), or a name for all. Before connect(). Throws core::Error(dcclInvalidArgument)
+  // naming the kernel's refusal when a name cannot be set.
+  void set_congestion(const std::string& policy);
+  // The congestion control of the (lead) connection with `peer`; "" when none.
+  std::string congestion(int peer) const;
   // Flows of the pair with `peer`: 0 when it is not reached over this path.
   int flows(int peer) const;
   // Payload bytes each flow to `peer` has sent, lead first.
@@ -225,6 +243,7 @@ class SockPath {
   };
 
   Conn* conn_of(int peer) const;
+  void apply_congestion(int fd, bool near);  // sock_congestion.cc
   // false: the connection failed. complete: each message written completes its
   // request (the destructor's flush passes false: nobody waits on them any more).
   bool write_locked(Conn& c, bool complete = true);
@@ -256,6 +275,7 @@ class SockPath {
   int rank_;
   int flows_ = 0;  // asked for per pair (0: automatic)
   size_t window_ = spray::kWindowBytes;
+  std::string near_cc_, far_cc_;  // congestion controls of pairs on one host, across hosts ("": the system's)
   uint64_t max_bytes_;
   std::chrono::milliseconds timeout_;
   std::array<uint8_t, 16> secret_{};
