@@ -59,7 +59,9 @@ void Job::signal_all(int sig, bool ours) {
     if (r.pid <= 0) continue;
     // The whole process group: the rank and whatever it started. Groups of
     // ranks that already exited are signalled too, for their leftovers.
-    if (::kill(-r.pid, sig) == 0 && r.running && ours) r.signalled_by_us = true;
+    // A rank that has not yet made its session (spawn.cc) is signalled itself.
+    const bool sent = ::kill(-r.pid, sig) == 0 || (errno == ESRCH && r.running && ::kill(r.pid, sig) == 0);
+    if (sent && r.running && ours) r.signalled_by_us = true;
   }
 }
 

@@ -76,7 +76,11 @@ Spawned spawn_rank(int r, const std::string& program, std::vector<std::string> a
   CPU_ZERO(&cpu);
   if (pl.cpu >= 0) CPU_SET(pl.cpu, &cpu);
   if (pid == 0) {  // child: async-signal-safe calls only
-    ::setpgid(0, 0);
+    // A session (and process group) of its own: the group is what signals reach, and
+    // with the kernel's autogroup scheduling a session shares a CPU as one, so busy
+    // processes of the session that launched the job do not shrink a rank's share
+    // (MPICH's hydra starts its ranks so too; docs/transport.md, "Busy CPUs").
+    ::setsid();
     if (pl.cpu >= 0 && ::sched_setaffinity(0, sizeof(cpu), &cpu) != 0) err.fail("cannot bind to its CPU");
     // Signals we forward must reach the program even when our caller
     // ignored them (e.g. a shell's background job ignores SIGINT).
@@ -100,7 +104,8 @@ Spawned spawn_rank(int r, const std::string& program, std::vector<std::string> a
     ::execve(program.c_str(), argv.data(), envp.data());
     err.fail(exec_fail.data(), exec_fail.size());
   }
-  ::setpgid(pid, pid);  // also here, so signals never race the child's own setpgid
+  // (Not setpgid here too: setsid fails in a process that already leads a group.
+  // Until the child's setsid, Job::signal_all signals the child itself.)
   ::close(p[0][1]);
   ::close(p[1][1]);
   return {pid, p[0][0], p[1][0]};
