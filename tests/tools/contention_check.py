@@ -121,7 +121,7 @@ with tempfile.TemporaryDirectory() as tmp:
 loader = importlib.machinery.SourceFileLoader("contention", str(tool))
 cont = importlib.util.module_from_spec(importlib.util.spec_from_loader("contention", loader))
 loader.exec_module(cont)
-cfgs = {c.key: c for c in cont.dccl_configs([("main", build)], [], ["core", "none"])}
+cfgs = {c.key: c for c in cont.dccl_configs([("main", build, [])], [], ["core", "none"])}
 if sorted(cfgs) != ["dccl.main-shm", "dccl.main-tcp", "dccl.main_unbound-shm", "dccl.main_unbound-tcp"]:
     fails.append(f"--dccl-bind core,none: configs {sorted(cfgs)}")
 else:
@@ -132,6 +132,23 @@ else:
             fails.append(f"{klass}: bound launch {bound}, unbound launch {free}")
         if cfgs[f"dccl.main_unbound-{klass}"].library != "DirectCCL unbound":
             fails.append(f"{klass}: unbound library named {cfgs[f'dccl.main_unbound-{klass}'].library!r}")
+
+# --dccl-also TAG=BUILDDIR@K=V@K=V: that build alone runs with those settings.
+tag, bdir, env = cont.parse_tagged(f"spin={build}@DCCL_SPIN_US=0@DCCL_ALGO=ring")
+if (tag, bdir, env) != ("spin", Path(build).resolve(), ["DCCL_SPIN_US=0", "DCCL_ALGO=ring"]):
+    fails.append(f"parse_tagged: {(tag, bdir, env)}")
+two = {c.key: c for c in cont.dccl_configs([("main", build, []), (tag, bdir, env)], [], ["core"])}
+for klass in ("shm", "tcp"):
+    plain = two[f"dccl.main-{klass}"].build(2, "all_reduce", {"b": "8", "e": "8", "f": 2, "n": 5, "w": 1}, "x")
+    tuned = two[f"dccl.spin-{klass}"].build(2, "all_reduce", {"b": "8", "e": "8", "f": 2, "n": 5, "w": 1}, "x")
+    if "DCCL_SPIN_US=0" in plain or "DCCL_SPIN_US=0" not in tuned or "DCCL_ALGO=ring" not in tuned:
+        fails.append(f"{klass}: per-build settings: plain {plain}, tuned {tuned}")
+for bad in ("spin", f"spin={build}@NOVALUE"):
+    try:
+        cont.parse_tagged(bad)
+        fails.append(f"parse_tagged accepted {bad!r}")
+    except SystemExit:
+        pass
 
 for f in fails:
     print("FAIL:", f)
