@@ -79,6 +79,7 @@ void StatusPublisher::run() {
     try {
       conn_->set("status/" + std::to_string(rank_), record());
       if (rank_ == 0) conn_->set("status/n", std::to_string(nranks_));
+      rec_.store_reached();
       // Rank 0 made the key at init: the first read waits for it, later ones answer at once.
       const std::string gen = conn_->get(StatusPublisher::kDumpKey, std::chrono::hours(24));
       if (!seen.empty() && gen != seen) {

@@ -280,6 +280,8 @@ void Recorder::step(int peer, bool send, uint64_t bytes) {
   if (tls_current.r) tls_current.r->last_t_.store(t, std::memory_order_relaxed);
 }
 
+void Recorder::store_reached() const { store_t_.store(ticks::now(), std::memory_order_relaxed); }
+
 bool Recorder::latest(RecEntry* out) const {
   const uint64_t n = head_.load(std::memory_order_acquire);
   if (cap_ == 0 || n == 0) return false;
@@ -326,6 +328,8 @@ bool Recorder::dump(const char* reason, const char* dir) const noexcept {
     o.s("{\"header\":1").k("rank").i(rank_).k("nranks").i(nranks_).k("host").q(host_).k("pid").i(getpid());
     o.k("comm").q(comm_).k("reason").q(reason).k("time_ns").i(now_ns()).k("calls").u(head);
     o.k("capacity").u(cap_).k("first").u(first).k("last_progress_ns").i(sc.to_ns(last_t_.load()));
+    const uint64_t st = store_t_.load();
+    o.k("store_ns").i(st ? sc.to_ns(st) : 0);
     o.k("hosts").s(hosts_json_.c_str()).s("}\n");
     for (uint64_t j = first; j < head; ++j) write_entry(o, rank_, ring_[j % cap_], sc);
     o.flush();

@@ -209,6 +209,13 @@ def culprit(job, rep, frontier_call):
             colls = job.ranks[r].colls()
             return who(r, "cut off", call_text(colls[max(colls)]) if colls else call, "the failure report ranks %s shared never reached it; it failed on its "
                        "own: %s" % (",".join(map(str, sorted(common))), job.ranks[r].reason[:160]))
+    lost = lost_store(job) if rep["stuck"] else None
+    if lost is not None:
+        r, since_s, others_ms = lost
+        colls = job.ranks[r].colls()
+        return who(r, "cut off", call_text(colls[max(colls)]) if colls else call,
+                   "its last status record reached the store %.1f s before it failed, the others' within %d ms "
+                   "of theirs (its link or its host)" % (since_s, others_ms))
     chain = waited_chain(job)
     if chain:
         r, c, why = chain
@@ -255,6 +262,31 @@ def culprit(job, rep, frontier_call):
     return None
 
 
+def lost_store(job):
+    """The one rank whose status records (DCCL_STATUS_MS) stopped reaching the store
+    at least 1 s before its dump, while every other rank's still did within 1 s of
+    its own: (rank, seconds, the others' largest gap in ms), else None."""
+    gaps = {}
+    for r, d in job.ranks.items():
+        at, st = d.header.get("time_ns", 0), d.header.get("store_ns", 0)
+        if not at or not st:
+            return None  # a rank without status records: no evidence
+        gaps[r] = (at - st) / 1e9
+    late = [r for r, g in gaps.items() if g >= 1.0]
+    if len(late) != 1 or len(gaps) < 3:
+        return None
+    others = max(g for r, g in gaps.items() if r != late[0])
+    return late[0], gaps[late[0]], int(others * 1000)
+
+
+def received(dump, seq, sender):
+    """Whether the rank of `dump` completed a receive in call `seq` (from `sender`, or
+    from anyone when None)."""
+    c = dump.colls().get(seq)
+    return c is not None and any(st[1] == "recv" and st[4] > 0 and (sender is None or st[0] == sender)
+                                 for st in c.get("steps", []))
+
+
 def waited_chain(job):
     """Follows the transfers in flight: a rank stuck in a call waits to receive from a
     peer; that peer waits on another... The chain ends at a rank that left no dump or
@@ -285,6 +317,14 @@ def waited_chain(job):
                                          "inside %s" % (" -> ".join(map(str, path)), call_text(c)))
             mine = job.ranks[p].colls().get(c["seq"])
             if mine is not None and mine["result"] == 0:
+                # p's data reached other ranks in this call while r received nothing in it
+                # from anyone: r's link (or host) is the one cut, not p's.
+                reached = sorted(q for q, d in job.ranks.items() if q not in (p, r) and received(d, c["seq"], p))
+                if reached and not received(job.ranks[r], c["seq"], None):
+                    return r, c, ("cut off", "received nothing in %s while rank(s) %s received rank %d's data in it "
+                                             "(its link or its host); ranks waited on it in turn: %s" % (
+                                                 call_text(c), ",".join(map(str, reached)), p,
+                                                 " -> ".join(map(str, path))))
                 return p, c, ("data lost", "finished %s, but what it sent never arrived (its link or its host); "
                                            "ranks waited on it in turn: %s" % (call_text(c), " -> ".join(map(str, path))))
             if mine is None:
