@@ -271,6 +271,7 @@ Link::Link(const Device& dev, int rank, const std::array<uint8_t, 16>& secret) :
     to.provider = "tcp";  // untrusted: every message takes the socket path
     to.trust_network = false;
     to.sock_bytes = dev.max_bytes;
+    to.tcp_congestion = m.cfg.net_tcp_congestion;
   } else {
     to.provider = "tcp";
     to.trust_network = true;
