@@ -99,7 +99,9 @@ class Communicator {
   // inside, and stops the communicator on every rank, naming the misuse: the
   // ranks' call sequences may differ from here on. It returns what leave_call()
   // needs; leave_call() throws when another thread came in meanwhile, so that
-  // both calls fail. A call that throws leaves through drop_call().
+  // both calls fail. A call that throws leaves through drop_call(). Giving the
+  // flag back is the call's last touch of the communicator: quiesce() waits for
+  // it, so that an abort from another thread never frees it under the call.
   uint64_t enter_call(const char* fn);
   void leave_call(const char* fn, uint64_t entered);
   void drop_call() { caller_.store(false, std::memory_order_release); }

@@ -221,6 +221,14 @@ bool Communicator::quiesce() {
     lk.lock();
   }
   if (!order_cv_.wait_for(lk, bound, idle)) return false;
+  // The thread of a call that just ended leaves its scope (CallScope) after its
+  // operation: until it gave the flag back it may still touch the communicator.
+  for (const auto until = std::chrono::steady_clock::now() + bound; caller_.load(std::memory_order_acquire);) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    lk.unlock();
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+    lk.lock();
+  }
   quiesced_ = true;
   const uint64_t lost = refused_;
   lk.unlock();
@@ -273,9 +281,11 @@ uint64_t Communicator::enter_call(const char* fn) {
 }
 
 void Communicator::leave_call(const char* fn, uint64_t entered) {
-  caller_.store(false, std::memory_order_release);
-  if (clashes_.load(std::memory_order_acquire) != entered)
-    raise(dcclInvalidUsage, describe(state_.rank, fn, "another thread called into this communicator while this call ran: "
+  const uint64_t clashes = clashes_.load(std::memory_order_acquire);
+  const int rank = state_.rank;
+  caller_.store(false, std::memory_order_release);  // the last touch (quiesce() may free it now)
+  if (clashes != entered)
+    raise(dcclInvalidUsage, describe(rank, fn, "another thread called into this communicator while this call ran: "
                                                 "two threads must not use one communicator at once (the ranks would "
                                                 "pair their calls in no defined order); the communicator is stopped"));
 }
