@@ -328,8 +328,7 @@ bool Recorder::dump(const char* reason, const char* dir) const noexcept {
     o.s("{\"header\":1").k("rank").i(rank_).k("nranks").i(nranks_).k("host").q(host_).k("pid").i(getpid());
     o.k("comm").q(comm_).k("reason").q(reason).k("time_ns").i(now_ns()).k("calls").u(head);
     o.k("capacity").u(cap_).k("first").u(first).k("last_progress_ns").i(sc.to_ns(last_t_.load()));
-    const uint64_t st = store_t_.load();
-    o.k("store_ns").i(st ? sc.to_ns(st) : 0);
+    o.k("store_ns").i(sc.to_ns(store_t_.load()));  // 0 stays 0: never reached
     o.k("hosts").s(hosts_json_.c_str()).s("}\n");
     for (uint64_t j = first; j < head; ++j) write_entry(o, rank_, ring_[j % cap_], sc);
     o.flush();

@@ -99,10 +99,9 @@ FabricTransport::FabricTransport(const TransportOptions& o) : LinkTransport(o) {
   const uint64_t sock_max = unopened_.empty() ? o.sock_bytes : UINT64_MAX;
   if (sock_max > 0 && !tcp_ips.empty() &&
       std::find(tcp_ips.begin(), tcp_ips.end(), std::string()) == tcp_ips.end()) {
-    sock_ = std::make_unique<SockPath>(o.rank, sock_max, o.timeout, tcp_ips, tcp_rails, o.secret);
+    sock_ = std::make_unique<SockPath>(o.rank, sock_max, o.timeout, tcp_ips, tcp_rails, o.secret, o.tcp_congestion);
     sock_->set_flows(o.flows);
     sock_->set_flow_window(o.flow_window);
-    sock_->set_congestion(o.tcp_congestion);
     self_.sock = sock_->address();
   }
 }

@@ -181,6 +181,10 @@ def culprit(job, rep, frontier_call):
     def who(r, kind, call, why):
         return {"rank": r, "host": job.host_of(r), "kind": kind, "call": call, "why": why}
 
+    def last_call(r):  # rank r's latest call, else the one the others are in
+        colls = job.ranks[r].colls()
+        return call_text(colls[max(colls)]) if colls else call
+
     if rep["mismatches"]:
         m = rep["mismatches"][0]
         r = m["ranks"][0]
@@ -206,14 +210,12 @@ def culprit(job, rep, frontier_call):
         odd = [r for r in job.ranks if r not in common]
         if len(common) >= 2 and len(odd) == 1:
             r = odd[0]
-            colls = job.ranks[r].colls()
-            return who(r, "cut off", call_text(colls[max(colls)]) if colls else call, "the failure report ranks %s shared never reached it; it failed on its "
+            return who(r, "cut off", last_call(r), "the failure report ranks %s shared never reached it; it failed on its "
                        "own: %s" % (",".join(map(str, sorted(common))), job.ranks[r].reason[:160]))
     lost = lost_store(job) if rep["stuck"] else None
     if lost is not None:
         r, since_s, others_ms = lost
-        colls = job.ranks[r].colls()
-        return who(r, "cut off", call_text(colls[max(colls)]) if colls else call,
+        return who(r, "cut off", last_call(r),
                    "its last status record reached the store %.1f s before it failed, the others' within %d ms "
                    "of theirs (its link or its host)" % (since_s, others_ms))
     chain = waited_chain(job)

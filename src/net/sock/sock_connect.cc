@@ -27,14 +27,14 @@ std::string sockaddr_ip(const std::string& name) { return sock::ip_of_bytes(name
 
 SockPath::SockPath(int rank, uint64_t max_bytes, std::chrono::milliseconds timeout,
                    const std::vector<std::string>& ips, std::vector<std::string> rails,
-                   const std::array<uint8_t, 16>& secret)
+                   const std::array<uint8_t, 16>& secret, const std::string& congestion)
     : rank_(rank), max_bytes_(max_bytes), timeout_(timeout), secret_(secret), rails_(std::move(rails)) {
   rails_.resize(std::max<size_t>(ips.size(), 1));
   rail_sent_.assign(rails_.size(), 0);
   rail_recvd_.assign(rails_.size(), 0);
   std::random_device rd;
   nonce_ = (static_cast<uint64_t>(rd()) << 32) ^ rd();
-  set_congestion("auto");
+  set_congestion(congestion);
   for (const std::string& ip : ips) {
     sock::SockAddr sa;
     const bool v6 = ip.find(':') != std::string::npos;

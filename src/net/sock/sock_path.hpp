@@ -93,9 +93,11 @@ class SockPath {
   // smaller of both ends' limits) take this path. Throws core::Error(dcclSystemError).
   // `rails`: the interface names of those addresses ("" when not a rail), for the
   // per-rail byte counts. `secret`: the job secret that both ends of a connection
-  // prove they know.
+  // prove they know. `congestion`: as set_congestion() takes it (a refused name
+  // throws core::Error(dcclInvalidArgument) first).
   SockPath(int rank, uint64_t max_bytes, std::chrono::milliseconds timeout, const std::vector<std::string>& ips,
-           std::vector<std::string> rails = {}, const std::array<uint8_t, 16>& secret = {});
+           std::vector<std::string> rails = {}, const std::array<uint8_t, 16>& secret = {},
+           const std::string& congestion = "auto");
   ~SockPath();
   SockPath(const SockPath&) = delete;
   SockPath& operator=(const SockPath&) = delete;
