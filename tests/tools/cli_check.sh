@@ -116,7 +116,8 @@ check "dccl-run says what --bind-to takes" has "$T/badbind" "core or none"
 # dccl-run: each rank a session (and process group) of its own, so that autogroup
 # scheduling shares a CPU between it and the launching session's busy processes as
 # between two sessions; signals still reach the rank and what it started.
-"$RUN" -n 2 --timeout 30 sh -c 'echo "pid $$ sid $(ps -o sid= -p $$ | tr -d " ") pgid $(ps -o pgid= -p $$ | tr -d " ")"' > "$T/sess" 2>&1
+# /proc/PID/stat: pid (comm) state ppid pgrp session ... (no procps needed)
+"$RUN" -n 2 --timeout 30 sh -c 'set -- $(cat /proc/$$/stat); echo "pid $1 sid $6 pgid $5"' > "$T/sess" 2>&1
 check "dccl-run: every rank leads its own session and process group" \
   test "$(awk '$2 == "pid" && $3 == $5 && $3 == $7' "$T/sess" | wc -l)" -eq 2
 "$RUN" -n 2 --timeout 60 sh -c "sleep 300 & echo \$! > $T/child.\$DCCL_RANK; wait" > "$T/term" 2>&1 &
@@ -127,7 +128,7 @@ check "dccl-run ends with 143 on SIGTERM" test $rc -eq 143
 sleep 0.5
 left=""
 for f in "$T"/child.*; do  # a zombie (ended, not yet reaped by whoever adopted it) counts as ended
-  st=$(ps -o stat= -p "$(cat "$f")" 2>/dev/null); [ -n "$st" ] && [ "${st#Z}" = "$st" ] && left="$left $(cat "$f")"
+  st=$(awk '{print $3}' "/proc/$(cat "$f")/stat" 2>/dev/null); [ -n "$st" ] && [ "$st" != Z ] && left="$left $(cat "$f")"
 done
 check "SIGTERM to dccl-run ends what the ranks started (left:${left:- none})" test -z "$left"
 
