@@ -141,8 +141,11 @@ size_t CallContext::wait_any(Xfer* const* xs, size_t n) {
     if (!any_active)
       throw core::Error(dcclInternalError,
                         core::describe(in_.comm->rank, name(), "wait_any with nothing in flight"));
-    in_.comm->net->progress();
-    if ((iter & 15) == 0) {
+    // Every 16th pass, after a poll that followed progress() and found nothing: the
+    // idle step. (An idle step straight after progress() would nap through what that
+    // progress() had just completed: a full nap a step wherever the wait has no spin
+    // budget, e.g. 2 ranks sharing a CPU.)
+    if ((iter & 15) == 1) {
       check_failed();
       auto now = Clock::now();
       if (now > deadline) {
@@ -155,6 +158,7 @@ size_t CallContext::wait_any(Xfer* const* xs, size_t n) {
       }
       backoff.idle(now, in_.comm->net->nap_wakes(), [this](int64_t ns) { in_.comm->net->nap(ns); });  // past the spin budget: yield, then nap
     }
+    in_.comm->net->progress();
   }
 }
 

@@ -73,6 +73,9 @@ class Backoff {
     t_recent_wait += (std::max<Clock::rep>(d.count(), 0) - t_recent_wait) / 4;
   }
   static void reset_waits() { t_recent_wait = 0; }
+  // Idle steps this thread took past the spin (yields and naps), for tests: a wait
+  // whose message had already arrived takes none.
+  static uint64_t idle_steps() { return t_idle_steps; }
 
   // One idle step after a poll found nothing; `now` is a recent clock reading.
   // Returns false while still in the spin budget (nothing was done).
@@ -100,6 +103,7 @@ class Backoff {
         }
       }
     }
+    ++t_idle_steps;
     if (now < yield_end_ && !Contention::busy(now)) {
       sched_yield();
       Contention::yielded(now, Clock::now());
@@ -121,6 +125,7 @@ class Backoff {
   bool may_extend_;
   int64_t nap_ns_ = 1000;
   static inline thread_local Clock::rep t_recent_wait = 0;  // the average, Clock ticks
+  static inline thread_local uint64_t t_idle_steps = 0;
 };
 
 }  // namespace dccl::core

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/backoff.hpp"
 #include "core/error.hpp"
 #include "net/blob.hpp"
 #include "net/sock/sock_path.hpp"
@@ -159,6 +160,36 @@ TEST(SockPath, SizeLimitSplitsTraffic) {
     if (!found)
       for (const std::string& l : lines) fprintf(stderr, "counter: %s\n", l.c_str());
     CHILD_CHECK(found);
+  });
+}
+
+// A wait whose message has already arrived in the socket (read by the wait's own
+// progress) returns without an idle step: no yield, no nap after the progress that
+// completed it. With no spin budget (ranks sharing a CPU, busy CPUs) such a step
+// was a whole nap (up to 1 ms) per message.
+TEST(SockPath, WaitTakesNoIdleStepForAMessageThatArrived) {
+  TransportOptions o = opts("tcpsock", 20000);
+  o.spin_us = 0;  // no spin: the first idle step yields or naps
+  run_ranks(2, o, [](Ctx& c) {
+    for (int k = 0; k < 20; ++k) {
+      const std::string round = std::to_string(k);
+      uint64_t v = 0;
+      Request r;
+      if (c.rank == 1) c.t->irecv(0, &v, 8, static_cast<uint64_t>(k), &r);
+      exchange(c.dir, "posted" + round, c.rank, c.n, "x");  // no progress meanwhile
+      if (c.rank == 0) {
+        v = 1000 + static_cast<uint64_t>(k);
+        c.t->isend(1, &v, 8, static_cast<uint64_t>(k), &r);
+        c.t->wait(r, "send");
+      }
+      exchange(c.dir, "sent" + round, c.rank, c.n, "x");
+      if (c.rank == 0) continue;
+      usleep(2000);  // loopback has long delivered it
+      const uint64_t before = core::Backoff::idle_steps();
+      c.t->wait(r, "recv of a message that arrived");
+      CHILD_CHECK(v == 1000 + static_cast<uint64_t>(k) && r.bytes == 8);
+      CHILD_CHECK(core::Backoff::idle_steps() == before);
+    }
   });
 }
 
