@@ -10,12 +10,12 @@
 
 #include <fstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/error.hpp"
 #include "core/socket.hpp"
 #include "net/sock/sock_path.hpp"
+#include "sock_pair.hpp"
 
 namespace dccl::net {
 namespace {
@@ -44,10 +44,7 @@ std::pair<std::string, std::string> connected(const char* policy) {
     a.set_congestion(policy);
     b.set_congestion(policy);
   }
-  const std::vector<std::pair<int, std::string>> peers = {{0, a.address()}, {0, b.address()}};
-  std::thread t([&] { b.connect(peers); });
-  a.connect(peers);
-  t.join();
+  nettest::connect_pair(a, b);
   return {a.congestion(1), b.congestion(0)};
 }
 

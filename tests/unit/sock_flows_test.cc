@@ -10,13 +10,13 @@
 #include <sys/stat.h>
 
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/error.hpp"
 #include "net/sock/sock_path.hpp"
 #include "net/sock/spray.hpp"
 #include "net_ranks.hpp"
+#include "sock_pair.hpp"
 
 namespace dccl::net {
 namespace {
@@ -38,10 +38,7 @@ TEST(SockFlows, PairTakesTheFlowsBothAskFor) {
     SockPath b(1, 1 << 20, std::chrono::milliseconds(10000), {"127.0.0.1"});
     a.set_flows(ask);
     b.set_flows(ask);
-    const std::vector<std::pair<int, std::string>> peers = {{0, a.address()}, {0, b.address()}};
-    std::thread t([&] { b.connect(peers); });
-    a.connect(peers);
-    t.join();
+    nettest::connect_pair(a, b);
     EXPECT_EQ(a.flows(1), ask == 0 ? 1 : ask);
     EXPECT_EQ(b.flows(0), ask == 0 ? 1 : ask);
   }
@@ -54,10 +51,7 @@ TEST(SockFlows, ChunksSpreadOverEveryFlow) {
   SockPath b(1, uint64_t{1} << 30, std::chrono::milliseconds(10000), {"127.0.0.1"});
   a.set_flows(4);
   b.set_flows(4);
-  const std::vector<std::pair<int, std::string>> peers = {{0, a.address()}, {0, b.address()}};
-  std::thread t([&] { b.connect(peers); });
-  a.connect(peers);
-  t.join();
+  nettest::connect_pair(a, b);
   const size_t big = (size_t{32} << 20) + 5;
   std::vector<uint8_t> out(big), in(big, 0);
   fill(out, 0, 4);
