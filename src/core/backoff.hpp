@@ -78,7 +78,9 @@ class Backoff {
   static uint64_t idle_steps() { return t_idle_steps; }
 
   // One idle step after a poll found nothing; `now` is a recent clock reading.
-  // Returns false while still in the spin budget (nothing was done).
+  // Returns false while still in the spin budget (nothing was done). Where the wait
+  // progresses a transport, the poll must follow that progress: a step taken right
+  // after a progress that completed the wait naps through it (net/transport.cc wait).
   bool idle(Clock::time_point now) {
     return idle(now, false, [](int64_t ns) {
       timespec ts{0, static_cast<long>(ns)};
