@@ -22,7 +22,7 @@ std::string quoted(const std::string& s) {
 }  // namespace
 
 StatusPublisher::StatusPublisher(const boot::UniqueIdData& id, int rank, int nranks, const std::string& ns,
-                                 std::string host, const core::Recorder& rec, std::function<dcclStats_t()> stats,
+                                 std::string host, core::Recorder& rec, std::function<dcclStats_t()> stats,
                                  std::chrono::milliseconds period, std::chrono::milliseconds connect_timeout)
     : rank_(rank), nranks_(nranks), host_(std::move(host)), rec_(rec), stats_(std::move(stats)), period_(period) {
   conn_ = std::make_unique<boot::Bootstrap>(id, rank, nranks, connect_timeout, nullptr, ns, boot::Bootstrap::Role::Watch);

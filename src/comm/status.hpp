@@ -24,7 +24,7 @@ class StatusPublisher {
  public:
   // `stats`: the communicator's counters, read when a record is made.
   StatusPublisher(const boot::UniqueIdData& id, int rank, int nranks, const std::string& ns, std::string host,
-                  const core::Recorder& rec, std::function<dcclStats_t()> stats, std::chrono::milliseconds period,
+                  core::Recorder& rec, std::function<dcclStats_t()> stats, std::chrono::milliseconds period,
                   std::chrono::milliseconds connect_timeout);
   ~StatusPublisher();  // stops the thread
 
@@ -37,7 +37,7 @@ class StatusPublisher {
   void run();
   int rank_, nranks_;
   std::string host_;
-  const core::Recorder& rec_;
+  core::Recorder& rec_;  // read for the records; told when one reached the store
   std::function<dcclStats_t()> stats_;
   std::chrono::milliseconds period_;
   std::unique_ptr<boot::Bootstrap> conn_;

@@ -280,7 +280,7 @@ void Recorder::step(int peer, bool send, uint64_t bytes) {
   if (tls_current.r) tls_current.r->last_t_.store(t, std::memory_order_relaxed);
 }
 
-void Recorder::store_reached() const { store_t_.store(ticks::now(), std::memory_order_relaxed); }
+void Recorder::store_reached() { store_t_.store(ticks::now(), std::memory_order_relaxed); }
 
 bool Recorder::latest(RecEntry* out) const {
   const uint64_t n = head_.load(std::memory_order_acquire);

@@ -90,7 +90,7 @@ class Recorder {
   int64_t last_progress_ns() const { return ns(last_t_.load(std::memory_order_relaxed)); }
   // The status publisher reached the store (comm/status.cc): the dump's header says
   // when last ("store_ns"; 0: never), so that a rank cut off from the others shows.
-  void store_reached() const;
+  void store_reached();
   // Copies the latest entry (running or not) into *out; false when there is none.
   bool latest(RecEntry* out) const;
 
@@ -115,7 +115,7 @@ class Recorder {
   std::atomic<uint64_t> head_{0};  // calls begun
   size_t slot_next_ = 0;            // the slot the next call takes: head_ % cap_
   std::atomic<uint64_t> last_t_{0};  // ticks
-  mutable std::atomic<uint64_t> store_t_{0};  // ticks; 0: never (set through the const view status.cc holds)
+  std::atomic<uint64_t> store_t_{0};  // ticks; 0: never
   char tag_[32] = {};
   uint64_t user_seq_ = 0;
   int rank_ = 0, nranks_ = 0;
