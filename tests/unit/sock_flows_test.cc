@@ -9,7 +9,9 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/error.hpp"
@@ -237,6 +239,48 @@ int last_socket() {
   }
   closedir(d);
   return best;
+}
+
+// A rank that closes right after its last send completed: its close writes the tail
+// and ends every flow at once, so the receiver sees the flows that carried nothing (or
+// whose share it already read) end while the rest of the message still waits in the
+// lead flow's kernel (the receiver's buffer is full: it read nothing yet). The message
+// lands whole, a message sent whole or sprayed alike; only a receive posted after every
+// flow ended fails, naming the peer, at once.
+TEST(SockFlows, PeerClosingAfterItsLastSendHandsEveryByteOver) {
+  for (size_t len : {spray::kSprayMinBytes - 1, size_t{300000}}) {
+    auto a = std::make_unique<SockPath>(0, uint64_t{1} << 30, std::chrono::milliseconds(10000),
+                                        std::vector<std::string>{"127.0.0.1"});
+    SockPath b(1, uint64_t{1} << 30, std::chrono::milliseconds(10000), {"127.0.0.1"});
+    a->set_flows(4);
+    b.set_flows(4);
+    nettest::connect_pair(*a, b);
+    std::vector<uint8_t> out(len), in(len + 1, 0xee);
+    fill(out, 0, 6);
+    Request rs, rr;
+    rs.peer = rr.peer = -1;
+    b.post(false, 0, in.data(), len, 7, &rr);
+    a->post(true, 1, out.data(), len, 7, &rs);
+    const auto until = Clock::now() + std::chrono::seconds(20);
+    while (!rs.done && Clock::now() < until) a->progress(true);  // written to the kernel
+    ASSERT_TRUE(rs.done && !rs.failed) << len << ": " << rs.error;
+    std::thread closer([&] { a.reset(); });  // waits until b's kernel took every byte
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the idle flows' ends arrive first
+    while (!rr.done && Clock::now() < until) b.progress(true);
+    ASSERT_TRUE(rr.done) << len;
+    EXPECT_FALSE(rr.failed) << len << ": " << rr.error;
+    EXPECT_EQ(rr.bytes, len);
+    EXPECT_TRUE(verify(in, len, 0, 6) && in[len] == 0xee) << len;
+    closer.join();
+    uint64_t more = 0;
+    Request late;
+    late.peer = -1;
+    b.post(false, 0, &more, 8, 8, &late);
+    while (!late.done && Clock::now() < until) b.progress(true);
+    ASSERT_TRUE(late.done) << len;
+    EXPECT_TRUE(late.failed) << len;
+    EXPECT_NE(late.error.find("rank 0 closed its connection"), std::string::npos) << late.error;
+  }
 }
 
 // One flow of a pair dies while a sprayed message is under way: the receive fails at

@@ -8,7 +8,10 @@
 // instead, and whatever the peer's kernel had not yet acknowledged is lost (what it
 // had is still read, then the reset). So, for each connection, within the timeout:
 //  1. what is still queued is written (the requests are not touched: the caller
-//     gave them up when it destroyed the path);
+//     gave them up when it destroyed the path), then an end frame (spray::kEnd):
+//     the receiver tells a flow closed so from one that was lost, and waits for the
+//     pair's other flows, which may still hold the rest of what was sent, instead
+//     of failing the pair at the first flow that ends;
 //  2. shutdown(SHUT_WR): the end of stream follows the last byte;
 //  3. what arrives is read and dropped (no receive will take it), so that the
 //     socket holds nothing unread, until the peer's kernel acknowledged every byte
@@ -26,6 +29,7 @@
 
 #include "core/log.hpp"
 #include "net/sock/sock_path.hpp"
+#include "net/sock/spray.hpp"
 
 namespace dccl::net {
 
@@ -51,8 +55,15 @@ void SockPath::close_gracefully() {
   std::lock_guard<std::mutex> lk(mu_);
   const auto until = Clock::now() + timeout_;
   std::vector<Conn*> open;
-  for (auto& c : conns_)
-    if (c->fd >= 0) open.push_back(c.get());
+  for (auto& c : conns_) {
+    if (c->fd < 0) continue;
+    if (c->dead.empty()) {
+      Tx end{nullptr, {}, nullptr, 0, 0, 0};
+      put_header(end.hdr, 0, spray::kEnd);
+      c->txq.push_back(end);
+    }
+    open.push_back(c.get());
+  }
   while (!open.empty()) {
     std::vector<pollfd> fds;
     for (size_t i = 0; i < open.size();) {

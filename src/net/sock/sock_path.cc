@@ -159,7 +159,7 @@ void SockPath::release_held_locked(Conn& c, Request* req, char* dst, uint64_t ta
 void SockPath::watch_locked(Conn& c, bool readable) {
   if (epfd_ < 0 || c.fd < 0) return;
   epoll_event ev{};
-  ev.events = readable ? static_cast<uint32_t>(EPOLLIN) : 0u;
+  ev.events = readable && !c.ended ? static_cast<uint32_t>(EPOLLIN) : 0u;
   ev.data.ptr = &c;
   epoll_ctl(epfd_, EPOLL_CTL_MOD, c.fd, &ev);
 }
@@ -199,7 +199,7 @@ void SockPath::nap(int64_t ns) {
     for (auto& c : conns_) {
       // Chunks wait for room in a flow's kernel buffer, which no poll reports: look again soon.
       if (!c->spray_q.empty()) ns = std::min<int64_t>(ns, 100000);
-      const short ev = static_cast<short>((c->held ? 0 : POLLIN) | (c->txq.empty() ? 0 : POLLOUT));
+      const short ev = static_cast<short>((c->held || c->ended ? 0 : POLLIN) | (c->txq.empty() ? 0 : POLLOUT));
       if (c->dead.empty() && ev) fds.push_back(pollfd{c->fd, ev, 0});
     }
   }
@@ -238,8 +238,22 @@ bool SockPath::write_locked(Conn& c, bool complete_sends) {
   return true;
 }
 
+bool SockPath::flows_ended(const Conn& lead) {
+  if (lead.flows.empty()) return lead.ended || !lead.dead.empty();
+  for (const Conn* f : lead.flows)
+    if (!f->ended && f->dead.empty()) return false;
+  return true;
+}
+
+void SockPath::end_flow_locked(Conn& c) {
+  c.hdr_got = 0;
+  c.ended = true;
+  watch_locked(c, false);
+  if (flows_ended(*c.lead)) fail_conn_locked(c, "rank " + std::to_string(c.peer) + " closed its connection");
+}
+
 bool SockPath::read_locked(Conn& c, int* done) {
-  if (c.held || c.fd < 0) return true;  // held: until a receive is posted
+  if (c.held || c.ended || c.fd < 0) return true;  // held: until a receive is posted
   for (;;) {
     char* to;
     size_t room;
@@ -263,7 +277,7 @@ bool SockPath::read_locked(Conn& c, int* done) {
         why += " in the middle of a message (" +
                (c.in_payload ? std::to_string(c.got) + " of its " + std::to_string(c.len) + " bytes received)"
                              : "its header incomplete)");
-      fail_conn_locked(c, why);
+      fail_conn_locked(c, why);  // no end frame first: lost (the peer died, or the flow was cut)
       return false;
     }
     if (r < 0) {
@@ -281,7 +295,7 @@ bool SockPath::read_locked(Conn& c, int* done) {
     }
     consume_locked(c, c.stage.data(), static_cast<size_t>(r), done);
     if (!c.dead.empty()) return false;
-    if (c.held) return true;  // what it read past the header waits in leftover
+    if (c.held || c.ended) return true;  // held: what it read past the header waits in leftover
     // A short read took all the kernel held: another recv() would only say EAGAIN
     // (one system call of each small message's ~2). What arrives later is read on
     // the next pass (the connections are level-triggered in epoll).
@@ -305,7 +319,7 @@ void SockPath::consume_locked(Conn& c, const char* p, size_t n, int* done) {
       n -= take;
       if (c.hdr_got < sizeof(c.hdr)) return;
       begin_message_locked(c);
-      if (!c.dead.empty()) return;
+      if (!c.dead.empty() || c.ended) return;
       if (c.held) {  // what follows its header waits with it
         c.leftover.assign(p, p + n);
         return;
@@ -332,6 +346,7 @@ void SockPath::begin_message_locked(Conn& c) {
   uint64_t tag = 0, len = 0;
   memcpy(&tag, c.hdr, 8);
   memcpy(&len, c.hdr + 8, 8);
+  if ((len & spray::kEnd) == spray::kEnd) return end_flow_locked(c);
   if (len & spray::kChunk) return begin_chunk_locked(c, tag, len);
   if (c.lead != &c) {
     fail_conn_locked(c, "rank " + std::to_string(c.peer) + " sent a message header on a flow that carries only chunks");

@@ -156,7 +156,7 @@ class SockPath {
 
  private:
   struct Tx {
-    Request* req;  // nullptr: a sprayed message's announcement (its chunks complete it)
+    Request* req;  // nullptr: a sprayed message's announcement (its chunks complete it), an end frame
     char hdr[16];
     const char* buf;
     size_t len;
@@ -217,6 +217,10 @@ class SockPath {
     bool held = false;
     std::vector<char> leftover;
     bool shut = false;  // closing: the end of stream was sent
+    // The peer's close ended this flow with an end frame: nothing more comes on it,
+    // but the pair's other flows may still hold what the peer sent before (chunks, an
+    // announcement). The pair fails once every flow ended (flows_ended).
+    bool ended = false;
     // Several flows (net/sock/spray.hpp). Every flow: its pair's lead (itself for the
     // lead), its index, its queued payload bytes; the chunk being read; the number of
     // a message whose announcement it waits for (held until the lead reads it).
@@ -258,6 +262,8 @@ class SockPath {
   void watch_locked(Conn& c, bool readable);  // epoll interest: reads on or off
   void send_self_locked(Conn& c, const char* buf, size_t len, uint64_t tag, Request* req);
   void finish_message_locked(Conn& c, int* done);
+  static bool flows_ended(const Conn& lead);  // every flow of the pair ended or failed
+  void end_flow_locked(Conn& c);              // an end frame was read
   // A flow's failure fails its pair (every flow). keep_arrived: messages that
   // arrived whole stay for the receives posted later.
   void fail_conn_locked(Conn& c, const std::string& why, bool keep_arrived = true);

@@ -56,11 +56,14 @@ inline int pick_flow(const std::vector<size_t>& queued, size_t window) {
 }
 
 // The 16-byte header of a message is (tag, length); the length's top bits say what
-// the frame is. An announcement: kAnnounce | length, no payload follows. A chunk:
+// the frame is (none: a whole message). An announcement: kAnnounce | length, no payload follows. A chunk:
 // (offset, kChunk | seq << 32 | chunk length) and the chunk's bytes; seq numbers the
 // pair's sprayed messages in call order (30 bits, wrapping).
 inline constexpr uint64_t kAnnounce = uint64_t{1} << 63;
 inline constexpr uint64_t kChunk = uint64_t{1} << 62;
+// The end frame (both bits, no payload): the last frame of every flow, written by the
+// sender's close (net/sock/sock_close.cc). A flow that ends without it was lost.
+inline constexpr uint64_t kEnd = kAnnounce | kChunk;
 inline constexpr uint32_t kSeqMask = (uint32_t{1} << 30) - 1;
 inline uint64_t chunk_word(uint32_t seq, uint32_t len) {
   return kChunk | (uint64_t{seq & kSeqMask} << 32) | len;
