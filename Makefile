@@ -72,10 +72,16 @@ test-torch: build
 test-gpu-dryrun: build
 	cd $(BUILD) && ctest --output-on-failure -L gpu-dryrun
 
+# As in `make test`, a test that fails runs once more, its first failure kept in the
+# log: the subset holds multi-process tests over libfabric's sockets provider, whose
+# rare stalls (TagsMatchOutOfOrder/sockets, once in hundreds of runs) are not ours.
 test-asan: deps
 	cmake -S . -B build-asan -DDCCL_SANITIZE=address $(SAN_FLAGS)
 	cmake --build build-asan -j $(JOBS)
-	cd build-asan && ctest --output-on-failure --timeout 900 -j 1 -R '$(SAN_TESTS)' -LE fuzz
+	cd build-asan && { ctest --output-on-failure --timeout 900 -j 1 -R '$(SAN_TESTS)' -LE fuzz || { \
+	  echo "make test-asan: FLAKY? these failed once and run again (a second failure fails the build):"; \
+	  cat Testing/Temporary/LastTestsFailed.log; \
+	  ctest --rerun-failed --output-on-failure --timeout 900 -j 1; }; }
 
 test-tsan: deps
 	cmake -S . -B build-tsan -DDCCL_SANITIZE=thread $(SAN_FLAGS)
