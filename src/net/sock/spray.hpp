@@ -56,9 +56,10 @@ inline int pick_flow(const std::vector<size_t>& queued, size_t window) {
 }
 
 // The 16-byte header of a message is (tag, length); the length's top bits say what
-// the frame is (none: a whole message). An announcement: kAnnounce | length, no payload follows. A chunk:
-// (offset, kChunk | seq << 32 | chunk length) and the chunk's bytes; seq numbers the
-// pair's sprayed messages in call order (30 bits, wrapping).
+// the frame is (none: a whole message). An announcement: kAnnounce | length, no
+// payload follows. A chunk: (offset, kChunk | seq << 32 | chunk length) and the
+// chunk's bytes; seq numbers the pair's sprayed messages in call order (30 bits,
+// wrapping).
 inline constexpr uint64_t kAnnounce = uint64_t{1} << 63;
 inline constexpr uint64_t kChunk = uint64_t{1} << 62;
 // The end frame (both bits, no payload): the last frame of every flow, written by the
