@@ -23,6 +23,13 @@ export LSAN_OPTIONS ?= suppressions=$(CURDIR)/tests/lsan.supp
 export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 export TSAN_OPTIONS ?= halt_on_error=1:second_deadlock_stack=1
 
+# $(call ctest_twice,TARGET,TIMEOUT,SELECTION): ctest, one test at a time; the tests
+# that failed run once more, named under "FLAKY?", and a second failure fails the build.
+ctest_twice = { ctest --output-on-failure --timeout $(2) -j 1 $(3) || { \
+  echo "make $(1): FLAKY? these failed once and run again (a second failure fails the build):"; \
+  cat Testing/Temporary/LastTestsFailed.log; \
+  ctest --rerun-failed --output-on-failure --timeout $(2) -j 1; }; }
+
 all: build
 
 deps:
@@ -57,10 +64,7 @@ check: build
 test: deps-torch build
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
-	cd $(BUILD) && { ctest --output-on-failure --timeout 600 -j 1 -LE gpu-dryrun || { \
-	  echo "make test: FLAKY? these failed once and run again (a second failure fails the build):"; \
-	  cat Testing/Temporary/LastTestsFailed.log; \
-	  ctest --rerun-failed --output-on-failure --timeout 600 -j 1; }; }
+	cd $(BUILD) && $(call ctest_twice,test,600,-LE gpu-dryrun)
 
 # PyTorch's own distributed test suite (shipped inside torch) over dccl and gloo
 # side by side, world sizes 2 and 3: counts, every failure and skip with its
@@ -78,10 +82,7 @@ test-gpu-dryrun: build
 test-asan: deps
 	cmake -S . -B build-asan -DDCCL_SANITIZE=address $(SAN_FLAGS)
 	cmake --build build-asan -j $(JOBS)
-	cd build-asan && { ctest --output-on-failure --timeout 900 -j 1 -R '$(SAN_TESTS)' -LE fuzz || { \
-	  echo "make test-asan: FLAKY? these failed once and run again (a second failure fails the build):"; \
-	  cat Testing/Temporary/LastTestsFailed.log; \
-	  ctest --rerun-failed --output-on-failure --timeout 900 -j 1; }; }
+	cd build-asan && $(call ctest_twice,test-asan,900,-R '$(SAN_TESTS)' -LE fuzz)
 
 test-tsan: deps
 	cmake -S . -B build-tsan -DDCCL_SANITIZE=thread $(SAN_FLAGS)
