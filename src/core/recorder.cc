@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <mutex>
 
@@ -25,6 +26,9 @@ thread_local Current tls_current;
 
 // The process's recorders, for the signal handlers (no lock: a handler may run anywhere).
 constexpr int kSlots = 256;
+// What a call writes of its entry: everything before the steps, and its first steps.
+constexpr size_t kHotBytes = offsetof(RecEntry, steps) + 2 * sizeof(RecStep);
+static_assert(offsetof(RecEntry, steps) <= 192, "the fields every call writes fit three cache lines");
 std::atomic<Recorder*> g_live[kSlots];
 
 void copy_text(char* dst, size_t cap, const char* src) {
@@ -197,6 +201,11 @@ RecEntry* Recorder::begin(uint64_t seq, const char* coll, uint64_t count, const 
   const uint64_t n = head_.load(std::memory_order_relaxed);
   RecEntry* e = &ring_[slot_next_];  // n % cap_, without a division on every call
   if (++slot_next_ == cap_) slot_next_ = 0;
+  // The next call's entry was last written a whole ring ago and is out of the cache
+  // by now: fetched while this call runs, it costs the next call no miss (a small
+  // allreduce took 0.2 us longer per call with the ring cold).
+  const char* next = reinterpret_cast<const char*>(&ring_[slot_next_]);
+  for (size_t off = 0; off < kHotBytes; off += 64) __builtin_prefetch(next + off, 1, 3);
   e->seq = seq;
   e->user_seq = user_seq_;
   e->coll = coll;

@@ -25,7 +25,10 @@ struct RecStep {
   uint64_t posted_t = 0, done_t = 0;  // ticks (core/ticks.hpp); done 0: still in flight
 };
 
-struct RecEntry {
+// Every call writes its entry's first 168 bytes (all but the steps): the entries start
+// on a cache line, so that a call touches three lines and its first steps, which
+// begin() fetches ahead for the next call (see there).
+struct alignas(64) RecEntry {
   static constexpr uint32_t kSteps = 24;  // steps kept per call; later ones are only counted
   uint64_t seq = 0;                       // the communicator's collective sequence number
   uint64_t user_seq = 0;                  // the caller's own number (dcclCommSetCallTag), 0: none
@@ -42,9 +45,9 @@ struct RecEntry {
   uint64_t start_t = 0, end_t = 0;    // ticks (core/ticks.hpp): Recorder::ns() converts
   uint64_t sent = 0, recvd = 0;           // bytes over every step, kept or not
   char tag[32] = {};                      // the caller's group name (dcclCommSetCallTag)
-  RecStep steps[kSteps];
   RecEntry* prev = nullptr;  // the thread's entry before this one began (restored at its end)
   class Recorder* prev_rec = nullptr;
+  RecStep steps[kSteps];
 };
 
 class Recorder {
