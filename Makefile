@@ -39,7 +39,10 @@ deps:
 deps-torch:
 	@scripts/install-deps --torch
 
-$(BUILD)/CMakeCache.txt:
+# Configured again when PyTorch was installed into .venv after it (make deps-torch):
+# torch_dccl is built when the configure finds PyTorch.
+TORCH_MARK := $(wildcard .venv/lib/python3*/site-packages/torch/version.py)
+$(BUILD)/CMakeCache.txt: $(TORCH_MARK)
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
 
 build: deps $(BUILD)/CMakeCache.txt

@@ -162,7 +162,7 @@ void print_run_usage(FILE* f) {
       "  Starts N local ranks of prog with DCCL_RANK, DCCL_WORLD_SIZE, DCCL_LOCAL_RANK,\n"
       "  DCCL_LOCAL_SIZE and DCCL_ID (the rendezvous store, hosted by dccl-run) set,\n"
       "  and prefixes each line they print with \"[rank] \".\n"
-      "  -n, -np, --np N   number of ranks (>= 1)\n"
+      "  -n, -np, --np N   number of ranks (1 to 65536)\n"
       "  --env K=V, -x K=V set K=V in every rank's environment (repeatable; later wins)\n"
       "  -x NAME           pass NAME with its value in dccl-run's environment (as mpirun -x)\n"
       "  --timeout SEC     kill the job after SEC seconds and exit with 124\n"
@@ -243,7 +243,7 @@ int parse_run_args(int argc, char** argv, RunOptions* opt, std::string* error) {
       errno = 0;
       long n = std::strtol(v.c_str(), &end, 10);
       if (v.empty() || *end || errno || n < 1 || n > 65536) {
-        *error = "-n needs a number of ranks >= 1, got '" + v + "'";
+        *error = "-n needs a number of ranks from 1 to 65536, got '" + v + "'";
         return 2;
       }
       opt->nranks = static_cast<int>(n);
