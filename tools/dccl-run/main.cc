@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
     case 1: return 0;
     default:
       say(error);
-      dcclrun::print_run_usage(stderr);
+      std::fprintf(stderr, "usage: dccl-run -n N [options] [--] prog [args...]   (dccl-run --help: every option)\n");
       return 2;
   }
   // The program is looked up in the PATH the ranks will have.
