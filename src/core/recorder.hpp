@@ -25,9 +25,9 @@ struct RecStep {
   uint64_t posted_t = 0, done_t = 0;  // ticks (core/ticks.hpp); done 0: still in flight
 };
 
-// Every call writes its entry's first 168 bytes (all but the steps): the entries start
-// on a cache line, so that a call touches three lines and its first steps, which
-// begin() fetches ahead for the next call (see there).
+// Every call writes all of its entry but the steps, which come last: the entries start
+// on a cache line, so that a call touches three lines (recorder.cc asserts it) and its
+// first steps, which begin() fetches ahead for the next call (see there).
 struct alignas(64) RecEntry {
   static constexpr uint32_t kSteps = 24;  // steps kept per call; later ones are only counted
   uint64_t seq = 0;                       // the communicator's collective sequence number

@@ -36,6 +36,7 @@ bool executable_file(const std::string& p, std::string* why) {
 // Addresses are 198.18.<rail>.<host + 1>: both fit in one octet of 198.18.0.0/15.
 constexpr int kMaxHosts = 250;
 constexpr int kMaxRails = 16;
+constexpr int kMaxRanks = 65536;  // -n, and --hosts A+B+... in all
 
 bool parse_count(const std::string& s, long lo, long hi, long* out) {
   if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || s.size() > 6) return false;
@@ -107,7 +108,7 @@ std::vector<int> place_ranks(const std::string& spec, int nranks, std::string* w
     const size_t plus = spec.find('+', start);
     const std::string part = spec.substr(start, plus == std::string::npos ? std::string::npos : plus - start);
     long k = 0;
-    if (!parse_count(part, 1, 65536, &k)) {
+    if (!parse_count(part, 1, kMaxRanks, &k)) {
       *why = "'" + part + "' is not a number of ranks >= 1";
       return {};
     }
@@ -120,8 +121,8 @@ std::vector<int> place_ranks(const std::string& spec, int nranks, std::string* w
     *why = "more than " + std::to_string(kMaxHosts) + " hosts";
     return {};
   }
-  if (total > 65536) {
-    *why = "more than 65536 ranks";
+  if (total > kMaxRanks) {
+    *why = "more than " + std::to_string(kMaxRanks) + " ranks";
     return {};
   }
   if (nranks != 0 && nranks != total) {
@@ -162,7 +163,7 @@ void print_run_usage(FILE* f) {
       "  Starts N local ranks of prog with DCCL_RANK, DCCL_WORLD_SIZE, DCCL_LOCAL_RANK,\n"
       "  DCCL_LOCAL_SIZE and DCCL_ID (the rendezvous store, hosted by dccl-run) set,\n"
       "  and prefixes each line they print with \"[rank] \".\n"
-      "  -n, -np, --np N   number of ranks (1 to 65536)\n"
+      "  -n, -np, --np N   number of ranks (1 to %d)\n"
       "  --env K=V, -x K=V set K=V in every rank's environment (repeatable; later wins)\n"
       "  -x NAME           pass NAME with its value in dccl-run's environment (as mpirun -x)\n"
       "  --timeout SEC     kill the job after SEC seconds and exit with 124\n"
@@ -196,7 +197,8 @@ void print_run_usage(FILE* f) {
       "  --keep-going      when a rank fails, let the others run to their own end (or\n"
       "                    --timeout) instead of ending them (fault tests)\n"
       "Exit status: 0, the first failing rank's status (128+signal when killed),\n"
-      "124 on timeout, 2 on a usage error.\n");
+      "124 on timeout, 2 on a usage error.\n",
+      kMaxRanks);
 }
 
 int parse_run_args(int argc, char** argv, RunOptions* opt, std::string* error) {
@@ -242,8 +244,8 @@ int parse_run_args(int argc, char** argv, RunOptions* opt, std::string* error) {
       char* end = nullptr;
       errno = 0;
       long n = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end || errno || n < 1 || n > 65536) {
-        *error = "-n needs a number of ranks from 1 to 65536, got '" + v + "'";
+      if (v.empty() || *end || errno || n < 1 || n > kMaxRanks) {
+        *error = "-n needs a number of ranks from 1 to " + std::to_string(kMaxRanks) + ", got '" + v + "'";
         return 2;
       }
       opt->nranks = static_cast<int>(n);
