@@ -174,6 +174,7 @@ void Communicator::open_transport(const boot::UniqueIdData& id, const std::strin
   to.flow_window = cfg_.net_flow_window_bytes;
   to.tcp_congestion = cfg_.net_tcp_congestion;
   to.lane_balance = cfg_.net_lane_balance;
+  to.lane_window = cfg_.net_lane_window_bytes;
   to.secret = id.secret;
   to.trust_network = cfg_.trust_network;
   static std::once_flag trust_warned;  // once per process, not per sub-communicator

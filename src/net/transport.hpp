@@ -135,6 +135,9 @@ struct TransportOptions {
   // DCCL_NET_LANE_BALANCE: striped libfabric links fill each message into the lanes
   // with the fewest bytes outstanding (net/fabric/lane_fill.hpp); false: equal pieces.
   bool lane_balance = true;
+  // DCCL_NET_LANE_WINDOW_BYTES: a balanced striped link holds a send while every lane
+  // has at least this many bytes outstanding (net/fabric/striped_link.hpp); 0: never.
+  size_t lane_window = 0;
   // Striped libfabric links cut by these weights, one per lane, instead (tests).
   std::vector<uint16_t> lane_weights;
   // The job secret: both ends of a socket-path connection prove they know it.

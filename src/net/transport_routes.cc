@@ -184,7 +184,7 @@ void FabricTransport::connect(const std::vector<std::string>& blobs, std::chrono
       std::vector<uint16_t> fixed = opts_.lane_weights;
       if (fixed.empty() && !opts_.lane_balance) fixed.assign(lanes.size(), kLaneWeightMax);
       auto s = std::make_unique<StripedLink>(rank, static_cast<int>(r), std::move(lanes), p.cut, stripe_order,
-                                             p.rails, p.flows, std::move(fixed));
+                                             p.rails, p.flows, std::move(fixed), opts_.lane_window);
       out.large_min = s->stripe_min();
       out.large = s.get();
       links.push_back(std::move(s));

@@ -2,7 +2,8 @@
 // "h0" and "h1", loopback): messages above and below the flows' minimum arrive
 // intact with every flow carrying bytes; a split by uneven weights (the sender's
 // note) arrives intact with each flow's bytes in proportion; so does a pipeline
-// balanced over the least-queued flows; a receive expecting
+// balanced over the least-queued flows, and one whose sends wait in the lanes' window;
+// a send held by the window names it when it times out; a receive expecting
 // another length fails at once with a count mismatch; a large send to a peer that is
 // gone fails by the timeout with an error that names the flows its pieces wait on.
 #include <gtest/gtest.h>
@@ -135,6 +136,53 @@ TEST(TransportFiFlows, BalancedPipelineArrivesIntact) {
     fprintf(stderr, "rank %d sent per flow: %llu %llu %llu\n", c.rank, static_cast<unsigned long long>(s[0]),
             static_cast<unsigned long long>(s[1]), static_cast<unsigned long long>(s[2]));
     CHILD_CHECK(s[0] > 0 && s[1] > 0 && s[2] > 0);
+  }, false, host_of);
+}
+
+TEST(TransportFiFlows, APipelineHeldByTheWindowArrivesIntact) {
+  // A 64 KiB window on 3 flows: of 24 messages in flight most wait in the link until a
+  // flow drains below it (DCCL_NET_LANE_WINDOW_BYTES), same tag and distinct tags.
+  TransportOptions o = flow_opts(3);
+  o.lane_balance = true;
+  o.lane_window = size_t{64} << 10;
+  run_ranks(2, o, [](Ctx& c) {
+    exchange(c, std::vector<size_t>(24, (size_t{256} << 10) + 4096 * 3 + 5), 200, true, "held pipeline");
+    std::vector<size_t> lens;
+    for (size_t k = 0; k < 12; ++k) lens.push_back(k % 3 ? (size_t{1} << 20) + 7 * k : 100 + k);
+    exchange(c, lens, 300, false, "held pipeline, one tag");
+    const std::vector<uint64_t> s = flow_sent(c.t.get(), 3);
+    CHILD_CHECK(s[0] > 0 && s[1] > 0 && s[2] > 0);
+  }, false, host_of);
+}
+
+TEST(TransportFiFlows, ASendHeldByTheWindowTimesOutNamingIt) {
+  // The peer never receives: the first sends fill every flow's window, the last one
+  // waits in the link, and its timeout says so.
+  TransportOptions o = flow_opts(3);
+  o.lane_balance = true;
+  o.lane_window = size_t{64} << 10;
+  o.timeout = std::chrono::milliseconds(3000);
+  run_ranks(2, o, [](Ctx& c) {
+    if (c.rank == 1) {
+      c.barrier("checked");
+      _exit(0);
+    }
+    std::vector<uint8_t> out(size_t{1} << 20, 3);
+    std::vector<Request> r(16);
+    std::string what;
+    try {
+      for (size_t k = 0; k < r.size(); ++k) c.t->isend(1, out.data(), out.size(), 40 + k, &r[k]);
+      Request* last = &r.back();
+      c.t->wait(&last, 1, "held send");
+    } catch (const core::Error& e) {
+      what = e.what();
+    }
+    fprintf(stderr, "error: %s\n", what.c_str());
+    CHILD_CHECK(what.find("timed out") != std::string::npos);
+    CHILD_CHECK(what.find("held in the send window: every lane to rank 1 still holds its window") !=
+                std::string::npos);
+    c.barrier("checked");
+    _exit(0);  // the peer's receives never came: no final barrier
   }, false, host_of);
 }
 

@@ -1,10 +1,13 @@
 // The weighted split of a striped link (net/rails.hpp WireCut::each_weighted) and the
 // weights that fill the least-queued lanes (net/fabric/lane_fill.hpp), without a
 // network: pieces tile the message, follow the weights to a page, skip a lane whose
-// share is nothing, and a pipeline's messages go to the lanes that drained.
+// share is nothing, and a pipeline's messages go to the lanes that drained; the
+// window a lane keeps (LaneWindow) follows its rate measured over spans long enough,
+// and a burst held by the window hands a slow lane its share.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -172,6 +175,78 @@ TEST(LaneFill, APipelineGoesToWhatDrained) {
   }
   const double slow = handed[2] / (handed[0] + handed[1] + handed[3]) * 3;
   EXPECT_NEAR(slow, 0.25, 0.05) << "the slow lane is handed in proportion to its rate";
+}
+
+using WClock = LaneWindow::Clock;
+using std::chrono::microseconds;
+
+TEST(LaneWindow, FullOnlyWhenEveryLaneHoldsItsFloor) {
+  LaneWindow w(3, 256 << 10);
+  EXPECT_FALSE(w.full({0, 0, 0}));
+  EXPECT_FALSE(w.full({1 << 20, 1 << 20, (256 << 10) - 1}));
+  EXPECT_TRUE(w.full({256 << 10, 1 << 20, 300 << 10}));
+  EXPECT_EQ(w.window(1), 256u << 10);
+  LaneWindow never(2, 0);  // floor 0: a send never waits
+  EXPECT_FALSE(never.full({1ULL << 40, 1ULL << 40}));
+}
+
+TEST(LaneWindow, AMeasuredRateWidensTheWindow) {
+  // Lane 0 drains 1 GB/s while it stays busy: 1 ms of it is 1 MB, above the floor.
+  LaneWindow w(2, 64 << 10);
+  const WClock::time_point t0{};
+  w.handed(0, 0, t0);
+  w.drained(0, 1000000, t0 + microseconds(1000));  // 1 ms: too short a span, kept
+  EXPECT_EQ(w.rate(0), 0.0);
+  w.drained(0, 2000000, t0 + microseconds(3000));  // 3 MB over 3 ms
+  EXPECT_NEAR(w.rate(0), 1e9, 1e6);
+  EXPECT_NEAR(static_cast<double>(w.window(0)), 1e6, 1e3);
+  EXPECT_EQ(w.window(1), 64u << 10);  // lane 1 unmeasured: its floor
+  EXPECT_FALSE(w.full({900000, 1 << 20}));
+  EXPECT_TRUE(w.full({1000000, 64 << 10}));
+}
+
+TEST(LaneWindow, ABurstOfCompletionsIsNoRate) {
+  // Completions seen together right after the lane was handed its bytes: the span
+  // is below kSampleTime, and emptying the lane drops it.
+  LaneWindow w(1, 4096);
+  const WClock::time_point t0{};
+  w.handed(0, 0, t0);
+  w.drained(0, 8 << 20, t0 + microseconds(5));
+  w.handed(0, 0, t0 + microseconds(10));  // empty again: the span starts over
+  w.drained(0, 1 << 20, t0 + microseconds(10 + 4000));
+  EXPECT_NEAR(w.rate(0), (1 << 20) / 4e-3, 1e3);  // only the 1 MiB over 4 ms
+}
+
+TEST(LaneWindow, AHeldBurstHandsTheSlowLaneItsShare) {
+  // 64 messages of 256 KiB posted at once (an allgather's block) to 2 lanes, lane 1
+  // at a quarter of lane 0's rate. Without a window every message sees equal queues
+  // and is cut equally; with one, messages wait until a lane drains below it and go
+  // where it drained, and the burst ends close to the two lanes' joint bound.
+  auto finish = [](uint64_t floor) {
+    const double rate[2] = {4096, 1024};  // bytes per tick
+    LaneWindow win(2, floor);
+    std::vector<uint64_t> q(2, 0);
+    std::vector<uint16_t> w(2);
+    int left = 64, ticks = 0;
+    const uint64_t msg = 256 << 10;
+    while (left > 0 || q[0] + q[1] > 0) {
+      while (left > 0 && !win.full(q)) {  // post what the window lets go
+        fill_lanes(q, msg, w.data());
+        const double sum = w[0] + w[1];
+        const uint64_t to0 = static_cast<uint64_t>(static_cast<double>(msg) * w[0] / sum);
+        q[0] += to0;
+        q[1] += msg - to0;
+        --left;
+      }
+      for (int k = 0; k < 2; ++k) q[k] -= std::min<uint64_t>(q[k], static_cast<uint64_t>(rate[k]));
+      ++ticks;
+    }
+    return ticks;
+  };
+  const double bound = 64.0 * (256 << 10) / (4096 + 1024);  // both lanes busy to the end
+  const int equal = finish(0), held = finish(256 << 10);
+  EXPECT_NEAR(equal, 64.0 * (128 << 10) / 1024, 2);  // the slow lane's half sets the end
+  EXPECT_LT(held, 1.2 * bound) << "equal " << equal << " held " << held << " bound " << bound;
 }
 
 }  // namespace

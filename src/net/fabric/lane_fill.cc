@@ -31,4 +31,25 @@ void fill_lanes(const std::vector<uint64_t>& queued, uint64_t len, uint16_t* w) 
     w[k] = top > 0 ? static_cast<uint16_t>(std::lround(kLaneWeightMax * give[k] / top)) : kLaneWeightMax;
 }
 
+void LaneWindow::drained(size_t k, uint64_t bytes, Clock::time_point now) {
+  acc_[k] += bytes;
+  if (now - since_[k] < kSampleTime) return;  // too short to tell; an empty lane starts over
+  const double sample = static_cast<double>(acc_[k]) / std::chrono::duration<double>(now - since_[k]).count();
+  rate_[k] = rate_[k] > 0 ? rate_[k] + (sample - rate_[k]) / 4 : sample;
+  since_[k] = now;
+  acc_[k] = 0;
+}
+
+uint64_t LaneWindow::window(size_t k) const {
+  const double by_rate = rate_[k] * std::chrono::duration<double>(kWindowTime).count();
+  return std::max(floor_, static_cast<uint64_t>(by_rate));
+}
+
+bool LaneWindow::full(const std::vector<uint64_t>& queued) const {
+  if (floor_ == 0) return false;
+  for (size_t k = 0; k < queued.size(); ++k)
+    if (queued[k] < window(k)) return false;
+  return true;
+}
+
 }  // namespace dccl::net

@@ -45,7 +45,8 @@ std::string decode(const std::vector<unsigned char>& in, int lanes, uint64_t* le
 }  // namespace
 
 StripedLink::StripedLink(int rank, int peer, std::vector<std::unique_ptr<FabricLink>> lanes, WireCut cut,
-                         std::shared_ptr<std::mutex> order, int rails, int flows, std::vector<uint16_t> fixed)
+                         std::shared_ptr<std::mutex> order, int rails, int flows, std::vector<uint16_t> fixed,
+                         size_t window)
     : rank_(rank),
       peer_(peer),
       lanes_(std::move(lanes)),
@@ -54,7 +55,8 @@ StripedLink::StripedLink(int rank, int peer, std::vector<std::unique_ptr<FabricL
       rails_(rails),
       flows_(flows),
       fixed_(std::move(fixed)),
-      queued_(lanes_.size(), 0) {
+      queued_(lanes_.size(), 0),
+      window_(lanes_.size(), fixed_.size() == lanes_.size() ? 0 : window) {  // fixed cuts ignore queues
   if (fixed_.size() != lanes_.size()) fixed_.clear();
 }
 
@@ -123,8 +125,44 @@ void StripedLink::post(bool send, void* buf, size_t len, uint64_t tag, Request* 
 }
 
 void StripedLink::post_send(char* buf, size_t len, uint64_t tag, Request* req, MemRegion* mr) {
-  const size_t lanes = lanes_.size();
   std::lock_guard<std::mutex> order(*order_);
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (fixed_.empty()) {
+      settle_sends_locked();  // what drained since the last pass
+      if (!held_.empty() || must_hold_locked()) {
+        req->pending_parts.store(1, std::memory_order_release);  // until send_now
+        held_.push_back(Held{buf, len, tag, req, mr});
+        busy_.fetch_add(1, std::memory_order_release);
+        return;
+      }
+    }
+  }
+  const std::string cause = send_now(buf, len, tag, req, mr);
+  if (!cause.empty()) raise_post(true, cause);
+}
+
+bool StripedLink::must_hold_locked() const { return window_.full(queued_); }
+
+void StripedLink::release_held() {
+  std::unique_lock<std::mutex> order(*order_, std::try_to_lock);
+  if (!order.owns_lock()) return;  // another thread posts: its progress comes back here
+  for (;;) {
+    Held h{};
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      settle_sends_locked();
+      if (held_.empty() || must_hold_locked()) return;
+      h = held_.front();
+      held_.pop_front();
+      busy_.fetch_sub(1, std::memory_order_release);
+    }
+    if (h.req) send_now(h.buf, h.len, h.tag, h.req, h.mr);  // a failure fails h.req
+  }
+}
+
+std::string StripedLink::send_now(char* buf, size_t len, uint64_t tag, Request* req, MemRegion* mr) {
+  const size_t lanes = lanes_.size();
   std::vector<uint16_t> w(fixed_);
   std::list<Sending> one(1);  // filled here, then handed to settle_locked
   Sending* s = &one.front();
@@ -156,7 +194,11 @@ void StripedLink::post_send(char* buf, size_t len, uint64_t tag, Request* req, M
   s->req = req;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    for (size_t k = 0; k < lanes; ++k) queued_[k] += s->bytes[k];
+    const auto now = LaneWindow::Clock::now();
+    for (size_t k = 0; k < lanes; ++k) {
+      if (s->bytes[k]) window_.handed(k, queued_[k], now);
+      queued_[k] += s->bytes[k];
+    }
     sending_.splice(sending_.end(), one);  // settle_locked sees it from here on
     busy_.fetch_add(1, std::memory_order_release);
   }
@@ -168,20 +210,23 @@ void StripedLink::post_send(char* buf, size_t len, uint64_t tag, Request* req, M
     off += plen;
     if (plen == 0) break;
   }
-  if (cause.empty()) return;
+  if (cause.empty()) return cause;
   req->fail(cause);
   for (size_t k = 0; k < lanes; ++k)
     if (planned[k] > posted[k]) s->lane[k].parts_done(static_cast<int>(planned[k] - posted[k]));  // never posted
-  raise_post(true, cause);
+  return cause;
 }
 
 void StripedLink::settle_sends_locked() {
+  std::vector<uint64_t> drained;  // per lane, this pass (sized at the first completion)
   for (auto it = sending_.begin(); it != sending_.end();) {
     Sending& s = *it;
     for (size_t k = 0; k < s.bytes.size(); ++k) {
       if (s.used[k] != 1 || !s.lane[k].done.load(std::memory_order_acquire)) continue;
       s.used[k] = 2;
       queued_[k] -= s.bytes[k];
+      if (drained.empty()) drained.assign(lanes_.size(), 0);
+      drained[k] += s.bytes[k];
       --s.open;
       if (Request* r = s.req) {
         if (s.lane[k].failed) r->fail(s.lane[k].error);
@@ -196,12 +241,22 @@ void StripedLink::settle_sends_locked() {
     it = sending_.erase(it);
     busy_.fetch_sub(1, std::memory_order_release);
   }
+  if (drained.empty()) return;
+  const auto now = LaneWindow::Clock::now();
+  for (size_t k = 0; k < drained.size(); ++k)
+    if (drained[k]) window_.drained(k, drained[k], now);
 }
 
 void StripedLink::progress() {
   if (busy_.load(std::memory_order_acquire) == 0) return;
-  std::unique_lock<std::mutex> lk(mu_, std::try_to_lock);
-  if (lk.owns_lock()) settle_locked();
+  bool held = false;
+  {
+    std::unique_lock<std::mutex> lk(mu_, std::try_to_lock);
+    if (!lk.owns_lock()) return;
+    settle_locked();
+    held = !held_.empty() && !must_hold_locked();
+  }
+  if (held) release_held();
 }
 
 bool StripedLink::advance_locked(Waiting& w) {
@@ -285,6 +340,8 @@ void StripedLink::cancel() {
   // The lanes' requests and the notes' receives stay until the lanes are cancelled too.
   for (Sending& x : sending_)
     if (Request* r = std::exchange(x.req, nullptr)) r->abandon("cancelled");
+  for (Held& h : held_)
+    if (Request* r = std::exchange(h.req, nullptr)) r->abandon("cancelled");
   for (Waiting& w : waiting_)
     if (Request* r = std::exchange(w.req, nullptr)) r->abandon("cancelled");
 }
@@ -309,6 +366,10 @@ std::string StripedLink::pending_note(const Request& r) const {
           s += (s.empty() ? "" : " and ") + lanes_[k]->endpoint()->label();
       return s.empty() ? s : "; pieces still pending on " + s;
     }
+    for (const Held& h : held_)
+      if (h.req == &r)
+        return "; held in the send window: every lane to rank " + std::to_string(peer_) +
+               " still holds its window (" + std::to_string(window_.window(0)) + " bytes on lane 0) or more";
     for (const Waiting& w : waiting_)
       if (w.req == &r)
         return "; waiting for rank " + std::to_string(peer_) + "'s split note on " +

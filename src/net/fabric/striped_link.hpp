@@ -14,6 +14,16 @@
 // receiver posting the whole. A note whose part length disagrees with the receive's
 // fails the receive at once with a count mismatch. Receives of one tag take their
 // notes in the order they were posted, so same-tag messages still pair in order.
+//
+// Filling lanes by their queues needs queues that tell the lanes apart: a burst of
+// messages posted before any piece completes (an allgather's ring posts a whole
+// block as 256 KiB messages back to back) would see equal queues and be cut equally.
+// So a send waits in this link while every lane holds at least its window
+// (DCCL_NET_LANE_WINDOW_BYTES, or a millisecond at the lane's measured rate:
+// LaneWindow), and progress() posts it once a lane drained below that, into the lanes
+// that drained: a slower lane is handed less. Every lane then still has its window
+// in flight, so a fast lane does not idle while the caller is between progress
+// calls. Held sends go out in their posting order, and later sends wait behind them.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -39,7 +49,8 @@ class StripedLink final : public Link {
   // `fixed`: weights to cut by, one per lane (equal pieces, tests); empty: fill the
   // least-queued lanes (net/fabric/lane_fill.hpp).
   StripedLink(int rank, int peer, std::vector<std::unique_ptr<FabricLink>> lanes, WireCut cut,
-              std::shared_ptr<std::mutex> order, int rails, int flows, std::vector<uint16_t> fixed = {});
+              std::shared_ptr<std::mutex> order, int rails, int flows, std::vector<uint16_t> fixed = {},
+              size_t window = 0);
   ~StripedLink() override;
 
   size_t stripe_min() const { return cut_.stripe_min; }
@@ -48,7 +59,8 @@ class StripedLink final : public Link {
   // "tcp;ofi_rxm on eth0, striped over 2 rails x 8 flows".
   std::string describe() const override;
   void post(bool send, void* buf, size_t len, uint64_t tag, Request* req, MemRegion* mr) override;
-  // Posts the pieces of receives whose notes arrived and frees sent notes. The lanes'
+  // Posts the pieces of receives whose notes arrived, held sends whose turn came,
+  // and frees sent notes. The lanes'
   // endpoints are progressed, counted and cancelled as parts (parts()).
   void progress() override;
   const void* engine() const override { return this; }
@@ -97,7 +109,22 @@ class StripedLink final : public Link {
     int open = 0;  // lanes with pieces not yet seen done
   };
 
+  // A send waiting for a lane to drain below the window.
+  struct Held {
+    char* buf;
+    size_t len;
+    uint64_t tag;
+    Request* req;  // nullptr once cancelled
+    MemRegion* mr;
+  };
+
   void post_send(char* buf, size_t len, uint64_t tag, Request* req, MemRegion* mr);
+  // Under order_: cuts and posts one send now; "" or the cause (req then failed).
+  std::string send_now(char* buf, size_t len, uint64_t tag, Request* req, MemRegion* mr);
+  // Under mu_: whether a send posted now must wait (every lane holds a window).
+  bool must_hold_locked() const;
+  // Posts held sends while the lanes drained below the window (takes order_ if free).
+  void release_held();
   // Sends the note for a part of plen bytes split by w: "" or the cause.
   std::string send_note(size_t plen, const uint16_t* w, uint64_t tag);
   // Posts the pieces of one part (plen <= the cut's part) for `req`, or for lane k's
@@ -125,7 +152,9 @@ class StripedLink final : public Link {
   std::list<Note> sent_;        // notes in flight
   std::list<Sending> sending_;
   std::vector<uint64_t> queued_;  // per lane: bytes of sending_ not yet seen done
-  std::atomic<size_t> busy_{0};  // waiting_.size() + sent_.size() + sending_.size()
+  LaneWindow window_;             // when a send waits (net/fabric/lane_fill.hpp)
+  std::list<Held> held_;          // in posting order
+  std::atomic<size_t> busy_{0};  // waiting_, sent_, sending_ and held_ entries
 };
 
 }  // namespace dccl::net
