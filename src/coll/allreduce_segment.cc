@@ -1,7 +1,8 @@
 // One-shot allreduce through the host's shared-memory segment, for small messages
 // when every rank is on one host and the buffers are host memory: each rank copies
 // its input into its slot and raises the slot's flag (in the slot's first cache
-// line, so that a small input and its flag cross cores as one line); once all flags
+// line with the call it belongs to, so that a small input and its flag cross cores
+// as one line; a rank whose call differs fails naming both); once all flags
 // are up, every rank reduces all slots in rank order (identical results
 // everywhere). Two slots per rank alternate between consecutive operations. Slot p
 // is rewritten by operation k+2 only after every rank finished operation k: a rank
@@ -32,8 +33,11 @@ void allreduce_segment(CallContext& c, const Args& a) {
   c.start_deadline();
   memcpy(seg.slot(r, p), a.send, bytes);
   // The slot's word carries the operation (high half) and its byte count (low
-  // half): ranks whose counts differ find out here instead of reducing garbage.
+  // half), and the word beside it the call (datatype, op, count): ranks whose
+  // counts, datatypes or ops differ find out here instead of reducing garbage.
   const uint64_t word = (k << 32) | static_cast<uint32_t>(bytes);
+  const uint64_t call = chunk_call(ChunkColl::AllReduce, c, a.count);
+  seg.call(r, p).store(call, std::memory_order_relaxed);
   seg.seq(r, p).store(word, std::memory_order_release);
   seg.wake();
   for (int q = 0; q < n; ++q) {
@@ -46,6 +50,7 @@ void allreduce_segment(CallContext& c, const Args& a) {
     if (theirs != word)
       c.refuse(dcclInvalidUsage, "rank " + std::to_string(q) + " passed " + std::to_string(theirs & 0xffffffffULL) +
                                      " bytes, this rank " + std::to_string(bytes) + ": the count differs between ranks");
+    refuse_other_call(c, q, seg.call(q, p).load(std::memory_order_relaxed), call);
   }
   if (n == 1) {
     memcpy(a.recv, seg.slot(0, p), bytes);

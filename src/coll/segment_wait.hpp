@@ -85,7 +85,8 @@ inline void await_chunk_flag(CallContext& c, net::SharedSegment& seg, int q, int
 }
 
 // The call a rank's input chunk belongs to: which segment algorithm, datatype, op
-// and the call's count (elements). Published with every In flag: ranks whose calls
+// and the call's count (elements). Published with every In flag (and with every
+// one-shot slot, coll/allreduce_segment.cc): ranks whose calls
 // differ (another count, type, op or collective) fail naming both sides instead of
 // reducing each other's chunks into a wrong result.
 enum class ChunkColl : uint64_t { AllReduce = 1, AllGather = 2, ReduceScatter = 3 };
@@ -94,6 +95,13 @@ inline uint64_t chunk_call(ChunkColl coll, const CallContext& c, size_t count) {
          (static_cast<uint64_t>(c.op() & 0xff) << 40) | (static_cast<uint64_t>(count) & ((uint64_t{1} << 40) - 1));
 }
 std::string chunk_call_text(uint64_t call);  // "all_reduce of 1048576 x float32 (sum)"
+
+// Fails the call when rank q's call `theirs` is not this rank's `call`, naming both.
+inline void refuse_other_call(CallContext& c, int q, uint64_t theirs, uint64_t call) {
+  if (theirs != call)
+    c.refuse(dcclInvalidUsage, "rank " + std::to_string(q) + " called " + chunk_call_text(theirs) + ", this rank " +
+                                   chunk_call_text(call) + ": the calls differ between ranks");
+}
 
 // Rank r's input chunk k (its chunk slot of parity p) is ready.
 inline void raise_input(net::SharedSegment& seg, int r, int p, uint64_t k, uint64_t call) {
@@ -106,10 +114,7 @@ inline void raise_input(net::SharedSegment& seg, int r, int p, uint64_t k, uint6
 // Waits for rank q's input chunk k, then checks that it belongs to the same call.
 inline void await_input(CallContext& c, net::SharedSegment& seg, int q, int p, uint64_t k, uint64_t call) {
   await_chunk_flag(c, seg, q, net::SharedSegment::In0 + p, k, "its input chunk");
-  const uint64_t theirs = seg.flag(q, net::SharedSegment::In0 + p).call.load(std::memory_order_relaxed);
-  if (theirs != call)
-    c.refuse(dcclInvalidUsage, "rank " + std::to_string(q) + " called " + chunk_call_text(theirs) + ", this rank " +
-                                   chunk_call_text(call) + ": the calls differ between ranks");
+  refuse_other_call(c, q, seg.flag(q, net::SharedSegment::In0 + p).call.load(std::memory_order_relaxed), call);
 }
 
 }  // namespace dccl::coll

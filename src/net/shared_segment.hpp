@@ -70,9 +70,9 @@ class SharedSegment {
     sleep_->sleepers.fetch_sub(1, std::memory_order_relaxed);
   }
   // Payload of a one-shot slot starts this far into the slot's first cache line,
-  // right after the slot's sequence flag: a small message and its flag travel
-  // between cores as one line.
-  static constexpr size_t kSlotData = 8;
+  // right after the slot's sequence flag and its call word: a small message, its
+  // flag and what call it belongs to travel between cores as one line.
+  static constexpr size_t kSlotData = 16;
   // slot_bytes: one one-shot slot (0: none); chunk_bytes: one chunk slot (0: none).
   SharedSegment(int rank, int nranks, size_t slot_bytes, size_t chunk_bytes, const std::function<void(const std::string&)>& publish,
              const std::function<std::string()>& fetch, const std::function<void()>& barrier);
@@ -88,6 +88,11 @@ class SharedSegment {
   // The one-shot slot's flag: the operation whose input the slot holds.
   std::atomic<uint64_t>& seq(int rank, int parity) const {
     return *reinterpret_cast<std::atomic<uint64_t>*>(slot_line(rank, parity));
+  }
+  // The call the slot's input belongs to (coll/segment_wait.hpp's chunk_call),
+  // written before the flag and read after it.
+  std::atomic<uint64_t>& call(int rank, int parity) const {
+    return *reinterpret_cast<std::atomic<uint64_t>*>(slot_line(rank, parity) + 8);
   }
   char* chunk_slot(int rank, int parity) const;
   Flag& flag(int rank, int id) const;

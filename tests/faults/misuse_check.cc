@@ -4,8 +4,11 @@
 //                                 1: 1024 elements more) to all_reduce, all_gather
 //                                 or reduce_scatter on the shared segment's chunked
 //                                 path: every rank fails naming both counts
-//   misuse_check seg-type         all_reduce of 1 Mi float32 on rank 0, int32 on the
-//                                 others (same bytes): every rank fails naming both
+//   misuse_check seg-type [small] all_reduce of 1 Mi float32 on rank 0, int32 on the
+//                                 others (same bytes; small: 1 Ki, the one-shot
+//                                 slots): every rank fails naming both
+//   misuse_check seg-op [small]   all_reduce sum on rank 1, max on the others:
+//                                 every rank fails naming both ops
 //   misuse_check fork             a forked child calls the parent's communicator:
 //                                 refused (all_reduce and destroy), naming the fork;
 //                                 the parents then reduce correctly
@@ -79,16 +82,23 @@ int seg_count(const std::string& coll) {
   return bad;
 }
 
-int seg_type() {
+// Rank 0 (seg-type) or rank 1 (seg-op) calls all_reduce with another datatype or op
+// than the others, the same bytes: 1 Mi elements (the chunked path) or, with
+// `small`, 1 Ki (the one-shot slots). Every rank must fail naming both calls.
+int seg_other_call(bool type, bool small) {
   dcclComm_t c = init();
-  const size_t count = size_t{1} << 20;
+  const size_t count = small ? size_t{1} << 10 : size_t{1} << 20;
   std::vector<uint32_t> s(count, 0x3f800000u), d(count, 0);  // 1.0f as float32, 1065353216 as int32
-  const dcclDataType_t t = g_rank == 0 ? dcclFloat32 : dcclInt32;
-  const dcclResult_t rc = dcclAllReduce(s.data(), d.data(), count, t, dcclSum, c, nullptr);
+  const bool odd = g_rank == (type ? 0 : 1);
+  const dcclDataType_t t = type && odd ? dcclInt32 : dcclFloat32;
+  const dcclRedOp_t op = !type && odd ? dcclSum : dcclMax;
+  const dcclResult_t rc = dcclAllReduce(s.data(), d.data(), count, t, type ? dcclSum : op, c, nullptr);
   const char* msg = dcclGetLastError(c);
-  const bool ok = rc == dcclInvalidUsage && has(msg, "float32") && has(msg, "int32") &&
-                  has(msg, "the calls differ between ranks");
-  int bad = expect(ok, "all_reduce float32 against int32 refused naming both", rc == dcclSuccess ? "returned dcclSuccess" : msg);
+  const bool named = type ? has(msg, "float32") && has(msg, "int32") : has(msg, "(sum)") && has(msg, "(max)");
+  const bool ok = rc == dcclInvalidUsage && named && has(msg, "the calls differ between ranks");
+  int bad = expect(ok, std::string("all_reduce of ") + std::to_string(count) + (type ? " float32 against int32" : " sum against max") +
+                           " refused naming both",
+                   rc == dcclSuccess ? "returned dcclSuccess" : msg);
   dcclCommDestroy(c);
   return bad;
 }
@@ -239,7 +249,8 @@ int main(int argc, char** argv) {
   const char* r = std::getenv("DCCL_RANK");
   g_rank = r ? std::atoi(r) : -1;
   if (mode == "seg-count" && argc > 2) return seg_count(argv[2]);
-  if (mode == "seg-type") return seg_type();
+  if (mode == "seg-type" || mode == "seg-op")
+    return seg_other_call(mode == "seg-type", argc > 2 && std::string(argv[2]) == "small");
   if (mode == "fork") return fork_case();
   if (mode == "threads") return threads_case();
   if (mode == "contract") return contract_case();
@@ -253,7 +264,7 @@ int main(int argc, char** argv) {
     return init_fails("nosuchif0", "init with DCCL_SOCKET_IFNAME naming no interface");
   }
   std::fprintf(stderr,
-               "usage: misuse_check seg-count all_reduce|all_gather|reduce_scatter | seg-type | fork | threads | "
+               "usage: misuse_check seg-count all_reduce|all_gather|reduce_scatter | seg-type [small] | seg-op [small] | fork | threads | "
                "contract | split-destroy | check-one | ifname\n");
   return 2;
 }
