@@ -231,8 +231,10 @@ void Communicator::set_failed(dcclResult_t code, const std::string& text) {
     std::lock_guard<std::mutex> lk(levels_mu_);
     if (levels_) levels_->halt(code, text, announced_.load());
   }
-  if (rec_)  // into DCCL_RECORDER_DIR, if set
-    rec_->dump(((aborted_.load() ? "abort: " : code == dcclTimeout ? "timeout: " : "failure: ") + text).c_str());
+  if (rec_ && rec_->on() && !cfg_.recorder_dir.empty() &&  // into DCCL_RECORDER_DIR, if set
+      !rec_->dump(((aborted_.load() ? "abort: " : code == dcclTimeout ? "timeout: " : "failure: ") + text).c_str()))
+    DCCL_WARN("rank %d: could not write the flight recorder to %s: %s", state_.rank, cfg_.recorder_dir.c_str(),
+              strerror(errno));
   DCCL_WARN("communicator stopped: %s", text.c_str());
 }
 

@@ -249,7 +249,12 @@ void Communicator::start_recorder(const boot::UniqueIdData& id, const std::strin
   std::vector<std::string> hosts;
   for (const std::string& n : state_.peer_names) hosts.push_back(host_of_rank(n));
   rec_->set_hosts(hosts);
-  if (!cfg_.recorder_dir.empty() && rec_->on()) core::Recorder::install_signal_handlers();
+  if (cfg_.recorder_dir.empty() || !rec_->on()) return;
+  core::Recorder::install_signal_handlers();
+  const std::string bad = core::Recorder::prepare_dir(cfg_.recorder_dir);
+  if (!bad.empty())
+    DCCL_WARN("rank %d: DCCL_RECORDER_DIR=%s: %s; this rank's flight recorder dumps will not be written", state_.rank,
+              cfg_.recorder_dir.c_str(), bad.c_str());
 }
 
 // The live view (dccl-info --job) and dumps asked for by other ranks.

@@ -40,7 +40,7 @@
   X(stats, "DCCL_STATS", Bool, "0", "Print the communicator's data-path statistics at destroy")  \
   X(check, "DCCL_CHECK", Bool, "0", "Check every operation's signature across ranks")           \
   X(recorder, "DCCL_RECORDER", Int, "512", "Calls kept in each communicator's flight recorder: what was called, the algorithm and data path, each step's completion, how it ended (0: off; docs/observability.md)") \
-  X(recorder_dir, "DCCL_RECORDER_DIR", Str, "", "Folder where each rank writes its flight recorder as JSON lines on a timeout, a failure (its own or another rank's), an abort, a fatal signal, SIGUSR2 or dcclCommDumpRecorder (empty: only where dcclCommDumpRecorder names a folder); dccl-trace reads them") \
+  X(recorder_dir, "DCCL_RECORDER_DIR", Str, "", "Folder (made at init where missing) where each rank writes its flight recorder as JSON lines on a timeout, a failure (its own or another rank's), an abort, a fatal signal, SIGUSR2 or dcclCommDumpRecorder (empty: only where dcclCommDumpRecorder names a folder); dccl-trace reads them") \
   X(status_ms, "DCCL_STATUS_MS", Int, "1000", "Every this many milliseconds each rank publishes its current call, sequence number and last progress to the store, for dccl-info --job, and takes the dumps other ranks asked for (0: off)") \
   X(spin_us, "DCCL_SPIN_US", Int, DCCL_CFG_STR(DCCL_DEFAULT_SPIN_US), "Microseconds to poll a completion queue before yielding") \
   X(busy_widen_bytes, "DCCL_BUSY_WIDEN_BYTES", Bytes, "64K", "While other processes keep the host's CPUs busy, a thread that its launcher bound to one CPU runs calls of at least this many bytes on every CPU of its NUMA node that it may use, and returns to its CPU for smaller calls and once the host is quiet again (core/affinity.hpp; 0: never)") \

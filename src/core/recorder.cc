@@ -1,6 +1,7 @@
 #include "core/recorder.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
@@ -296,6 +297,20 @@ bool Recorder::latest(RecEntry* out) const {
   if (cap_ == 0 || n == 0) return false;
   *out = ring_[(n - 1) % cap_];
   return true;
+}
+
+std::string Recorder::prepare_dir(const std::string& dir) {
+  for (size_t at = 1; at <= dir.size(); ++at) {
+    if (at < dir.size() && dir[at] != '/') continue;
+    const std::string part = dir.substr(0, at);
+    if (::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST)
+      return "cannot make the folder " + part + ": " + std::strerror(errno);
+  }
+  struct stat st{};
+  if (::stat(dir.c_str(), &st) != 0) return std::string("cannot see it: ") + std::strerror(errno);
+  if (!S_ISDIR(st.st_mode)) return "not a folder";
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) return std::string("cannot write there: ") + std::strerror(errno);
+  return "";
 }
 
 bool Recorder::dump(const char* reason, const char* dir) const noexcept {

@@ -101,6 +101,9 @@ class Recorder {
   // first, to <dir>/dccl-rec.<comm>.r<rank>.jsonl (replaced). Async-signal-safe.
   // `dir` null: the identified one. Returns false when nothing could be written.
   bool dump(const char* reason, const char* dir = nullptr) const noexcept;
+  // Makes `dir` (and its parents) where missing and checks that this process can
+  // write there: "" or the cause, for a warning at init (a dump cannot report).
+  static std::string prepare_dir(const std::string& dir);
   // dump() for every recorder of this process with a folder (the signal handlers).
   static void dump_all(const char* reason) noexcept;
   // Installs the handlers once per process: fatal signals (SIGSEGV, SIGBUS, SIGILL,
