@@ -259,6 +259,7 @@ Config read_config() {
 
 Config load_config() {
   Config c = read_config();
+  warn_misspelled_settings();
   for (const std::string& old : c.deprecated)
     for (const ConfigAlias& a : setting_aliases())
       if (old == a.old_name) warn_deprecated(a);

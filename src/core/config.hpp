@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/config_table.hpp"
@@ -81,6 +82,12 @@ std::string provider_choice();
 std::string timeout_text(const Config& c);
 // Milliseconds as seconds: "600 s", "1.5 s", "0.25 s".
 std::string seconds_text(int64_t ms);
+
+// DCCL_* variables of `env` (an environ-style list) that are no setting or known
+// variable but within two letters of one: (name, the known name it is like).
+std::vector<std::pair<std::string, std::string>> misspelled_settings(char* const* env);
+// Logs each of the process environment's misspelled settings once per process.
+void warn_misspelled_settings();
 
 // Read from the environment once per call; throws Error(dcclInvalidArgument) on a
 // bad value (unparsable, outside its range, an unknown DCCL_DEBUG level), naming the setting.

@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/config.hpp"
@@ -111,4 +112,18 @@ TEST(ConfigAlias, DeprecatedAlgorithmNamesPickTheCurrentOnes) {
   EXPECT_THROW(dccl::tune::check_algo_override("allreduce:smem_no"), dccl::core::Error);
   // Help texts list the current names only.
   EXPECT_EQ(dccl::tune::algo_list_text().find("smem"), std::string::npos);  // deprecated name
+}
+
+// A DCCL_* variable one or two letters away from a setting is named with the setting
+// it is like; settings, deprecated names, launcher variables and names far from every
+// known one are not.
+TEST(MisspelledSettings, NearMissesAreNamed) {
+  const char* env[] = {"DCCL_TIMOUT_S=5",       "DCCL_NET_FLOW=3",  "DCCL_TIMEOUT_S=5", "DCCL_SMEM_BYTES=1M",
+                       "DCCL_LOCAL_RANK=0",     "DCCL_MY_SCRIPTS_OWN_SETTING=1",    "PATH=/bin",
+                       "DCCL_RECORDER_DIRS=/x", "DCCL_EMPTY",       nullptr};
+  const auto got = dccl::core::misspelled_settings(const_cast<char* const*>(env));
+  const std::vector<std::pair<std::string, std::string>> want = {{"DCCL_TIMOUT_S", "DCCL_TIMEOUT_S"},
+                                                                 {"DCCL_NET_FLOW", "DCCL_NET_FLOWS"},
+                                                                 {"DCCL_RECORDER_DIRS", "DCCL_RECORDER_DIR"}};
+  EXPECT_EQ(got, want);
 }
