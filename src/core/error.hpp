@@ -18,7 +18,8 @@ class Error : public std::runtime_error {
 
 [[noreturn]] inline void raise(dcclResult_t code, const std::string& what) { throw Error(code, what); }
 
-// "rank 3: all_reduce #17: <cause>" — every error names rank, operation and cause.
+// "rank 3: all_reduce #17: <cause>" — every error names rank, operation and cause
+// (a rank below 0, not known yet: "operation: cause").
 std::string describe(int rank, const std::string& op, const std::string& cause);
 
 }  // namespace dccl::core

@@ -96,6 +96,7 @@ void log_msg(LogLevel level, const char* fmt, ...) {
 }
 
 std::string describe(int rank, const std::string& op, const std::string& cause) {
+  if (rank < 0) return op + ": " + cause;  // before the rank is known
   return "rank " + std::to_string(rank) + ": " + op + ": " + cause;
 }
 

@@ -116,7 +116,9 @@ Result measure(Ctx& c, const Case& k, bool in_place) {
 
 void fail(const Ctx& c, const char* what, dcclResult_t r) {
   const char* last = dcclGetLastError(c.comm);
-  std::fprintf(stderr, "dccl-perf: rank %d: %s: %s (%s)\n", c.rank, what, dcclGetErrorString(r),
+  // Before init the rank is not known here (the library's text names it when it can).
+  const std::string who = c.comm ? "rank " + std::to_string(c.rank) + ": " : "";
+  std::fprintf(stderr, "dccl-perf: %s%s: %s (%s)\n", who.c_str(), what, dcclGetErrorString(r),
                last && *last ? last : "no details");
   std::fflush(stderr);
   if (c.comm) dcclCommAbort(c.comm);

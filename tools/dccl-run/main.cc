@@ -19,6 +19,7 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,14 @@
 namespace {
 
 using dcclrun::say;
+
+// A variable as the ranks will see it: the last --env K=V, else dccl-run's own; "" unset.
+std::string user_setting(const dcclrun::RunOptions& o, const std::string& key) {
+  for (auto it = o.env.rbegin(); it != o.env.rend(); ++it)
+    if (it->compare(0, key.size() + 1, key + "=") == 0) return it->substr(key.size() + 1);
+  const char* v = getenv(key.c_str());
+  return v ? v : "";
+}
 
 // Whether the ranks log at INFO or TRACE (then dccl-run describes the emulated network).
 bool debug_info(const dcclrun::RunOptions& o) {
@@ -114,11 +123,26 @@ int main(int argc, char** argv) {
 
   std::unique_ptr<dccl::boot::StoreServer> store;
   std::string id_hex;
+  // DCCL_ADDR / DCCL_SECRET given to the job (--env, or dccl-run's environment): the
+  // store takes that address (with --hosts, only when it is the emulated network's
+  // store address) and secret, so that an observer (dccl-info --job) can find it;
+  // otherwise a free port and a random secret.
+  const std::string addr = user_setting(opt, "DCCL_ADDR"), secret = user_setting(opt, "DCCL_SECRET");
+  std::string store_host = net ? net->store_address() : "127.0.0.1";
+  int store_port = 0;
   auto start_store = [&] {
-    store = dccl::boot::StoreServer::start(net ? net->store_address() : "127.0.0.1", 0,
-                                           dccl::boot::random_secret());
+    store = dccl::boot::StoreServer::start(store_host, store_port, secret.empty() ? dccl::boot::random_secret()
+                                                                                   : dccl::boot::secret_from_hex(secret));
   };
   try {
+    if (!addr.empty()) {
+      const size_t colon = addr.rfind(':');
+      if (colon == std::string::npos) throw std::runtime_error("DCCL_ADDR must be host:port, got '" + addr + "'");
+      store_port = static_cast<int>(dccl::core::parse_int(addr.substr(colon + 1), "DCCL_ADDR port"));
+      if (store_port < 1 || store_port > 65535) throw std::runtime_error("DCCL_ADDR port must be 1 to 65535");
+      if (!net) store_host = addr.substr(0, colon);
+      else if (addr.substr(0, colon) != store_host) store_port = 0;  // a store of the ranks' own
+    }
     if (net && !net->in_switch(start_store, &why)) {
       say("cannot start the rendezvous store: " + why);
       return 1;

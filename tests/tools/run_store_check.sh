@@ -1,0 +1,28 @@
+#!/bin/bash
+# dccl-run's store on the job's DCCL_ADDR and DCCL_SECRET (given with --env): an
+# observer reaches it with the same address and secret (dccl-info --job lists both
+# ranks in a call); a secret that is not 32 hex digits fails before any rank starts.
+# usage: run_store_check.sh BUILD_DIR
+set -u
+build=$1
+dir=$(mktemp -d)
+trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$dir"' EXIT
+fail() { echo "FAIL: $*"; tail -20 "$dir/log" 2>/dev/null; exit 1; }
+secret=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+addr=127.0.0.1:$((20000 + RANDOM % 20000))
+timeout 60 "$build/tools/dccl-run" -n 2 --env DCCL_ADDR=$addr --env DCCL_SECRET=$secret --env DCCL_STATUS_MS=200 \
+  "$build/tools/dccl-perf" all_reduce -b 8 -e 8 -n 100000000 > "$dir/log" 2>&1 &
+pid=$!
+ok=
+for i in $(seq 1 50); do
+  sleep 0.2
+  "$build/tools/dccl-info" --job "$addr" --secret "$secret" > "$dir/job" 2>&1 || continue
+  [ "$(grep -c ' in call ' "$dir/job")" = 2 ] && ok=1 && break
+done
+[ -n "$ok" ] || { cat "$dir/job"; fail "dccl-info --job $addr did not list both ranks in a call"; }
+kill $pid
+wait $pid
+"$build/tools/dccl-run" -n 2 --env DCCL_ADDR=$addr --env DCCL_SECRET=xyz true > "$dir/log" 2>&1 && fail "a bad secret ran"
+grep -q "cannot start the rendezvous store: parse job secret: expected 32 hex digits" "$dir/log" ||
+  fail "a bad secret was not named"
+echo "the store took the job's address and secret; dccl-info --job found both ranks; a bad secret was refused"
