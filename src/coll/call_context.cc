@@ -1,4 +1,5 @@
 #include "coll/call_context.hpp"
+
 #include "core/recorder.hpp"
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "kernels/reduce.hpp"
+#include "coll/fold.hpp"
 #include "coll/scratch.hpp"
 #include "core/backoff.hpp"
 #include "core/config.hpp"
@@ -42,8 +44,11 @@ std::string CallContext::peer_name(int peer) const {
 }
 
 std::string CallContext::where(const Xfer& x) const {
-  return std::string(x.req.is_send ? "send to " : "receive from ") + peer_name(x.req.peer) + " (step " +
-         std::to_string(x.req.tag & 0xffffffu) + ")";
+  const uint32_t step = static_cast<uint32_t>(x.req.tag & 0xffffffu);
+  const std::string s = step == kFoldStep     ? "the fold of the extra ranks before the exchange"
+                        : step == kUnfoldStep ? "the result handed back to an extra rank"
+                                              : "step " + std::to_string(step);
+  return std::string(x.req.is_send ? "send to " : "receive from ") + peer_name(x.req.peer) + " (" + s + ")";
 }
 
 void CallContext::stop(dcclResult_t code, const std::string& what) const {
