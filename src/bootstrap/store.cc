@@ -66,7 +66,9 @@ void Server::handle(uint64_t cid, Conn& c, wire::Frame& f) {
       flush(c);
       ::shutdown(c.fd.get(), SHUT_WR);
       const std::string claimant = "rank " + std::to_string(f.rank) + "/" + std::to_string(f.nranks);
-      if (conflict)
+      if (conflict && (f.flags & wire::kHelloWatch) != 0 && refusal.rfind("no communicator", 0) == 0)
+        DCCL_TRACE("%s: an observer from %s looked for %s", where_.c_str(), c.peer.c_str(), refusal.c_str());
+      else if (conflict)
         DCCL_WARN_LIMITED(log_, "%s: refused %s from %s: %s", where_.c_str(), claimant.c_str(), c.peer.c_str(),
                           refusal.c_str());
       else

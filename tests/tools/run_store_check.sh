@@ -1,7 +1,7 @@
 #!/bin/bash
 # dccl-run's store on the job's DCCL_ADDR and DCCL_SECRET (given with --env): an
 # observer reaches it with the same address and secret (dccl-info --job lists both
-# ranks in a call); a secret that is not 32 hex digits fails before any rank starts.
+# ranks in a call, and names no culprit in this healthy job); a secret that is not 32 hex digits fails before any rank starts.
 # usage: run_store_check.sh BUILD_DIR
 set -u
 build=$1
@@ -20,6 +20,12 @@ for i in $(seq 1 50); do
   [ "$(grep -c ' in call ' "$dir/job")" = 2 ] && ok=1 && break
 done
 [ -n "$ok" ] || { cat "$dir/job"; fail "dccl-info --job $addr did not list both ranks in a call"; }
+# A healthy job has no culprit, though its records catch ranks calls apart or between calls.
+for i in 1 2 3 4 5; do
+  "$build/tools/dccl-info" --job "$addr" --secret "$secret" --json > "$dir/json" 2>&1 || fail "dccl-info --job --json"
+  grep -q '"culprit":null' "$dir/json" || { cat "$dir/json"; fail "a culprit named in a healthy job"; }
+  sleep 0.3
+done
 kill $pid
 wait $pid
 "$build/tools/dccl-run" -n 2 --env DCCL_ADDR=$addr --env DCCL_SECRET=xyz true > "$dir/log" 2>&1 && fail "a bad secret ran"

@@ -67,17 +67,28 @@ std::unique_ptr<Bootstrap> find_job(const dccl::boot::UniqueIdData& id, std::str
   std::vector<std::string> tries = ns->empty() ? std::vector<std::string>{"", "env0", "env1", "env2"}
                                                : std::vector<std::string>{*ns};
   std::string why;
+  const std::string at = id.host + ":" + std::to_string(id.port);
   for (const std::string& t : tries) {
+    std::unique_ptr<Bootstrap> b;
     try {
-      auto b = connect(id, t);
+      b = connect(id, t);
+    } catch (const dccl::core::Error& e) {
+      // A namespace without a communicator: try the next; anything else (nothing
+      // listening, another job's secret) ends the search at once.
+      if (std::string(e.what()).find("no communicator") == std::string::npos)
+        throw std::runtime_error("cannot reach the job's store at " + at + " with this secret: " + e.what());
+      why += std::string(why.empty() ? "" : "; ") + "namespace '" + t + "': no communicator";
+      continue;
+    }
+    try {
       *n = atoi(b->get("status/n", std::chrono::seconds(2)).c_str());
       *ns = t;
       return b;
     } catch (const dccl::core::Error& e) {
-      why += std::string(why.empty() ? "" : "; ") + "namespace '" + t + "': " + e.what();
+      why += std::string(why.empty() ? "" : "; ") + "namespace '" + t + "': no status records (" + e.what() + ")";
     }
   }
-  throw std::runtime_error("no status records (is DCCL_STATUS_MS 0?): " + why);
+  throw std::runtime_error("the store at " + at + " has no status records (is DCCL_STATUS_MS 0 in the job?): " + why);
 }
 
 }  // namespace
@@ -158,8 +169,12 @@ int job_view(int argc, char** argv) {
                          (r.call() == "-" ? std::string("none recorded") : r.call())
                    : "no status record";
     }
+  // Behind: idle for a second or more when its record was written (a rank of a busy
+  // loop is often between two calls when its record is taken, a few calls behind).
+  constexpr double kIdleS = 1.0;
   for (const Row& r : rows)
-    if (!culprit && r.have && num(r.rec, "seq") < top && field(r.rec, "state") != "in call") {
+    if (!culprit && r.have && num(r.rec, "seq") < top && field(r.rec, "state") != "in call" &&
+        r.progress_s - r.age_s >= kIdleS) {
       culprit = &r;
       kind = "behind";
       why = "idle after " + r.call() + " while others are in #" + std::to_string(top);
