@@ -195,8 +195,9 @@ def culprit(job, rep, frontier_call):
             "; ".join("ranks %s with %s" % (",".join(map(str, v)), k) for k, v in others.items())))
     if rep["not_entered"]:
         n = rep["not_entered"][0]
-        return who(n["rank"], "not entered", n["call"], "never entered %s, which ranks %s entered" % (
-            n["call"], ",".join(map(str, sorted(set(job.ranks) - {x["rank"] for x in rep["not_entered"]})))))
+        entered = sorted(set(job.ranks) - {x["rank"] for x in rep["not_entered"]})
+        return who(n["rank"], "not entered", n["call"], "never entered %s, which %s %s entered" % (
+            n["call"], "rank" if len(entered) == 1 else "ranks", ",".join(map(str, entered))))
     call = call_text(frontier_call) if frontier_call else None
     if rep["stuck"]:
         # The failure report one rank made reaches the others through the store: a rank

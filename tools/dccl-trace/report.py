@@ -18,7 +18,7 @@ def text(job, rep):
             "%s by ranks %s" % (k, ",".join(map(str, v))) for k, v in m["values"].items())))
     for name, s in rep["slowest"].items():
         line = "  %s: %d calls" % (name, s["calls"])
-        if "waited_on" in s:
+        if "waited_on" in s and s["waited_on"]["ms"] >= 0.05:  # a wait too short to print names no rank
             line += "; others waited most on rank %d (%.1f ms in all)" % (s["waited_on"]["rank"], s["waited_on"]["ms"])
         if "slowest_link" in s:
             l = s["slowest_link"]
