@@ -12,27 +12,35 @@ namespace torch_dccl {
 
 namespace {
 
-// The key rank 0 publishes the dcclUniqueId under, in the group's own store
-// (PyTorch hands each group a PrefixStore of its own).
-constexpr const char* kIdKey = "torch_dccl/unique_id";
-
-std::string any_key(int dst) { return "torch_dccl/any/" + std::to_string(dst); }
-std::string any_key(int dst, int64_t k) { return any_key(dst) + "/" + std::to_string(k); }
+std::string any_key(const std::string& keys, int dst) { return keys + "any/" + std::to_string(dst); }
+std::string any_key(const std::string& keys, int dst, int64_t k) {
+  return any_key(keys, dst) + "/" + std::to_string(k);
+}
 
 }  // namespace
 
+// Every key this group writes lies under "torch_dccl/<n>/", n the group's number
+// among the DirectCCL groups made on this store (PyTorch hands each group a
+// PrefixStore of its own, but a group made again after destroy_process_group gets
+// the same one): counted per rank, the same on every rank, so that a group made
+// again never reads the last one's id or announcements.
+void ProcessGroupDCCL::number_keys() {
+  keys_ = "torch_dccl/" + std::to_string(store_->add("torch_dccl/groups/" + std::to_string(rank_), 1)) + "/";
+}
+
 void ProcessGroupDCCL::rendezvous(const c10::intrusive_ptr<c10d::Store>& store, dcclUniqueId* id) {
   std::memset(id, 0, sizeof *id);
+  const std::string id_key = keys_ + "unique_id";  // where rank 0 publishes the dcclUniqueId
   if (rank_ == 0) {
     const dcclResult_t r = dcclGetUniqueId(id);
     if (r != dcclSuccess) fail(rank_, size_, "init: dcclGetUniqueId", dccl_text(r, nullptr));
-    store->set(kIdKey, std::vector<uint8_t>(id->internal, id->internal + sizeof id->internal));
+    store->set(id_key, std::vector<uint8_t>(id->internal, id->internal + sizeof id->internal));
     return;
   }
   std::vector<uint8_t> v;
   try {
-    store->wait({kIdKey}, timeout_);
-    v = store->get(kIdKey);
+    store->wait({id_key}, timeout_);
+    v = store->get(id_key);
   } catch (const std::exception& e) {
     fail(rank_, size_, "init", std::string("rank 0's DirectCCL id did not arrive through the store: ") + e.what());
   }
@@ -48,9 +56,9 @@ void ProcessGroupDCCL::rendezvous(const c10::intrusive_ptr<c10d::Store>& store, 
 // source is the first announcement not already taken by a receive.
 void ProcessGroupDCCL::announce_send(int dst) {
   if (!any_source_) return;
-  const int64_t k = store_->add(any_key(dst), 1);
+  const int64_t k = store_->add(any_key(keys_, dst), 1);
   const std::string me = std::to_string(rank_);
-  store_->set(any_key(dst, k), std::vector<uint8_t>(me.begin(), me.end()));
+  store_->set(any_key(keys_, dst, k), std::vector<uint8_t>(me.begin(), me.end()));
 }
 
 void ProcessGroupDCCL::note_received(int src) { ++taken_[static_cast<size_t>(src)]; }
@@ -61,7 +69,7 @@ int ProcessGroupDCCL::take_any_source(const std::string& op, std::chrono::millis
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     const int64_t k = announcements_seen_ + 1;
-    const std::string key = any_key(rank_, k);
+    const std::string key = any_key(keys_, rank_, k);
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) fail(rank_, size_, op, "no rank sent to this one within " + std::to_string(timeout.count()) + " ms");
     try {
@@ -83,7 +91,7 @@ void ProcessGroupDCCL::monitoredBarrier(const c10d::BarrierOptions& opts, bool w
   const std::string op = "monitored_barrier";
   usable(op);
   const auto timeout = bound(opts.timeout);
-  const std::string base = "torch_dccl/monitored/" + std::to_string(++monitored_) + "/";
+  const std::string base = keys_ + "monitored/" + std::to_string(++monitored_) + "/";
   // Every rank checks in; rank 0 waits for each, names the missing ones, and
   // lets the others go (or tells them who failed).
   store_->set(base + std::to_string(rank_), std::vector<uint8_t>{1});

@@ -46,6 +46,7 @@ ProcessGroupDCCL::ProcessGroupDCCL(const c10::intrusive_ptr<c10d::Store>& store,
   if (timeout_.count() <= 0)
     fail(rank, size, "init", "timeout must be positive, got " + std::to_string(timeout_.count()) + " ms");
   if (!comm_) {
+    number_keys();
     dcclUniqueId id;
     rendezvous(store, &id);
     dcclConfig_t config = DCCL_CONFIG_INITIALIZER;
@@ -200,6 +201,7 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupDCCL::split(const c10::intrusive_p
                                                           const std::vector<int>& ranks,
                                                           const c10::intrusive_ptr<Options>& opts) {
   const std::string op = "split_group";
+  const uint64_t split_no = ++splits_;  // counted on every rank of this group, in or out of the new one
   // Every rank of this group calls split with the ranks of its own new group;
   // the color names that set (the same on each of its members), the key orders it.
   std::vector<int> sorted(ranks);
@@ -222,6 +224,9 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupDCCL::split(const c10::intrusive_p
   if (!*sub) return nullptr;
   const int new_rank = static_cast<int>(me - sorted.begin());
   auto pg = c10::make_intrusive<ProcessGroupDCCL>(store, new_rank, static_cast<int>(sorted.size()), timeout, *sub);
+  // Its store keys: under this group's, by split (every member of this group counts
+  // its splits alike) and color.
+  pg->keys_ = keys_ + "split/" + std::to_string(split_no) + "/" + std::to_string(color) + "/";
   return pg;
 }
 

@@ -161,6 +161,7 @@ class ProcessGroupDCCL : public c10d::Backend {
                  const std::vector<std::pair<at::Tensor, int>>& recvs);
   CudaOrder& order_for(int device);
   // exchange.cc: the store's parts.
+  void number_keys();  // keys_ for this group (exchange.cc)
   void rendezvous(const c10::intrusive_ptr<c10d::Store>& store, dcclUniqueId* id);
   void announce_send(int dst);          // on the worker, before a send: for recvAnysource
   int take_any_source(const std::string& op, std::chrono::milliseconds timeout);  // on the worker
@@ -178,6 +179,8 @@ class ProcessGroupDCCL : public c10d::Backend {
   std::atomic<bool> aborted_{false};
   std::atomic<bool> shut_{false};
   std::atomic<bool> failed_{false};
+  std::string keys_;        // "torch_dccl/<n>/": every store key of this group (number_keys, split)
+  uint64_t splits_ = 0;     // groups split from this one
   uint64_t monitored_ = 0;  // monitoredBarrier calls, for their store keys
   // recvAnysource's view of the announcements (worker thread only).
   int64_t announcements_seen_ = 0;
