@@ -99,6 +99,8 @@ def main():
                      "(PYTHONPATH=build/python) or install DirectCCL")
     device = torch.device("cpu")
     if args.device == "cuda":
+        if not torch.cuda.is_available() or torch.cuda.device_count() == 0:
+            sys.exit("train_digits.py: --device cuda needs a CUDA device, and this machine has none (use --device cpu)")
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
         torch.cuda.set_device(device)
     dist.init_process_group(args.backend, timeout=datetime.timedelta(seconds=120))

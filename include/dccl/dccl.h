@@ -4,8 +4,9 @@
  * Rules every call follows:
  * - Errors: every call returns a dcclResult_t; dcclGetLastError() gives the
  *   text of this thread's last error, naming the rank, the call and the cause.
- *   Bad arguments are refused before anything is communicated, so one rank's
- *   refused call never leaves the others waiting. No call waits longer than
+ *   Bad arguments are refused before anything is communicated; the ranks whose
+ *   call was not refused wait for the refused rank until their timeout (their
+ *   error then names it), as for any rank that never calls. No call waits longer than
  *   DCCL_TIMEOUT_S: all waits of a call (init's phases included) share one
  *   deadline, and telling the other ranks of a failure does not add to it.
  * - In place: a collective is in place when sendbuff == recvbuff (allreduce,
