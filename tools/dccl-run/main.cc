@@ -40,8 +40,7 @@ using dcclrun::say;
 std::string user_setting(const dcclrun::RunOptions& o, const std::string& key) {
   for (auto it = o.env.rbegin(); it != o.env.rend(); ++it)
     if (it->compare(0, key.size() + 1, key + "=") == 0) return it->substr(key.size() + 1);
-  const char* v = getenv(key.c_str());
-  return v ? v : "";
+  return dccl::core::env_text(key.c_str());
 }
 
 // Whether the ranks log at INFO or TRACE (then dccl-run describes the emulated network).
