@@ -170,8 +170,7 @@ std::string StripedLink::send_now(char* buf, size_t len, uint64_t tag, Request* 
     std::vector<uint64_t> queued;
     {
       std::lock_guard<std::mutex> lk(mu_);
-      settle_sends_locked();  // what drained since the last pass
-      queued = queued_;
+      queued = queued_;  // settled by the caller just before
     }
     w.resize(lanes);
     fill_lanes(queued, len, w.data());

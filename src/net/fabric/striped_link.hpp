@@ -119,7 +119,8 @@ class StripedLink final : public Link {
   };
 
   void post_send(char* buf, size_t len, uint64_t tag, Request* req, MemRegion* mr);
-  // Under order_: cuts and posts one send now; "" or the cause (req then failed).
+  // Under order_, right after settle_sends_locked() (post_send, release_held): cuts
+  // and posts one send now; "" or the cause (req then failed).
   std::string send_now(char* buf, size_t len, uint64_t tag, Request* req, MemRegion* mr);
   // Under mu_: whether a send posted now must wait (every lane holds a window).
   bool must_hold_locked() const;
