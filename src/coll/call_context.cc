@@ -62,7 +62,8 @@ void CallContext::refuse(dcclResult_t code, const std::string& why) const {
 }
 
 void CallContext::fail(const Xfer& x, const std::string& cause) {
-  stop(dcclRemoteError, core::describe(in_.comm->rank, name(), where(x) + " failed: " + cause));
+  stop(x.req.misuse ? dcclInvalidUsage : dcclRemoteError,
+       core::describe(in_.comm->rank, name(), where(x) + " failed: " + cause));
 }
 
 namespace {

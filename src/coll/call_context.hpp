@@ -32,8 +32,9 @@ class ScratchPool;
 // [57:56] kind. Collectives: [55:48] the call's mark (sched::call_mark: a hash of
 // collective, count, datatype, op, root), [47:24] operation sequence, [23:0] step.
 // Checks: [55:24] operation sequence, [23:0] step. Send/recv: [55:32] sender rank,
-// [31:0] the pair's count of messages from the sender (tags are seen from the
-// receiver).
+// [31:24] the message's size mark (net::size_mark, or'ed in where the length is
+// known), [23:0] the pair's count of messages from the sender, wrapping (tags are
+// seen from the receiver; a pair's messages match in order).
 enum class TagKind : uint64_t { Coll = 1, P2P = 2, Check = 3 };
 inline uint64_t make_tag(TagKind k, uint64_t seq, uint32_t step) {
   return (static_cast<uint64_t>(k) << 56) | ((seq & 0xffffffffULL) << 24) | (step & 0xffffffu);
@@ -44,7 +45,7 @@ inline uint64_t make_coll_tag(uint64_t seq, uint32_t mark, uint32_t step) {
 }
 inline uint64_t make_p2p_tag(int sender, uint64_t count) {
   return (static_cast<uint64_t>(TagKind::P2P) << 56) | (static_cast<uint64_t>(sender & 0xffffff) << 32) |
-         (count & 0xffffffffULL);
+         (count & 0xffffffULL);
 }
 
 // What an operation is called in errors and traces, e.g. "all_reduce #12 (segment, 2 x

@@ -60,9 +60,6 @@ Communicator::~Communicator() {
       levels = std::move(levels_);
     }
   }
-  // A failed communicator keeps its lease: its failure is known, and the store may be out of reach.
-  if (watchdog_) watchdog_->stop(!state_.fail.raised());
-  watchdog_.reset();
   if (cfg_.stats) {
     dcclStats_t s = stats();
     fprintf(stderr,
@@ -73,7 +70,9 @@ Communicator::~Communicator() {
             s.registrations, s.regCacheHits, s.regCacheMisses, s.allocations);
   }
   // Peers may still be completing the last operation with this rank (shm reads our
-  // memory until they are done): leave together, within the timeout.
+  // memory until they are done): leave together, within the timeout. The watchdog
+  // still listens: a peer that failed (and so skips this barrier) ends it at once.
+  leaving_.store(true);
   if (!state_.fail.raised() && !finalized_.load() && !leave_alone_ && boot_) {
     try {
       std::lock_guard<std::mutex> lk(boot_mu_);
@@ -82,6 +81,9 @@ Communicator::~Communicator() {
       DCCL_INFO("destroy: leaving without the other ranks: %s", e.what());
     }
   }
+  // A failed communicator keeps its lease: its failure is known, and the store may be out of reach.
+  if (watchdog_) watchdog_->stop(!state_.fail.raised());
+  watchdog_.reset();
   // After a failure the provider may still hold cancelled operations: do not close it
   // (unless the failure is only quiesce()'s notice of cancelled work, with none in flight).
   if (state_.fail.raised() && !announced_ && net_) net_->abandon();

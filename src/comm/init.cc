@@ -237,6 +237,7 @@ void Communicator::start_watchdog(const boot::UniqueIdData& id, const std::strin
         // A thread of ours may be stuck in the provider, sending to
         // a peer that died holding its region's lock.
         if (net_) net_->peers_failed();
+        if (leaving_.load()) boot_->interrupt();  // destroy's barrier: the failed rank never comes
       },
       time_left(init_deadline_));
 }

@@ -33,6 +33,17 @@ inline uint64_t length_mark(size_t len) {
 inline constexpr uint64_t kCallMarkBits = 0xffULL << 48;
 inline bool has_call_mark(uint64_t tag) { return ((tag >> 56) & 3) == 1; }
 
+// Send/recv tags (bits [57:56] = 10) carry a hash of the whole message's length in
+// [31:24] (size_mark; coll::make_p2p_tag). The first part of such a receive is posted
+// ignoring this mark and the length mark, and what arrives for it says at once
+// whether the sender's message had another length: the receive fails then with
+// "count mismatch", not at its timeout (a send/recv pair has no call check).
+inline constexpr uint64_t kSizeMarkBits = 0xffULL << 24;
+inline bool has_size_mark(uint64_t tag) { return ((tag >> 56) & 3) == 2; }
+inline uint64_t size_mark(size_t len) {
+  return ((static_cast<uint64_t>(len) * 0xC2B2AE3D27D4EB4FULL) >> 56) << 24;
+}
+
 class Link;
 
 // One outstanding send or receive. The transport fills `done`/`failed`/`error`
@@ -44,6 +55,7 @@ struct Request {
   bool failed = false;
   std::atomic<size_t> bytes{0};  // bytes completed (receives: actual length)
   std::string error;      // provider text when failed
+  bool misuse = false;    // failed because the ranks' calls disagree (count mismatch)
   int peer = -1;
   uint64_t tag = 0;
   size_t len = 0;  // as posted
@@ -59,6 +71,7 @@ struct Request {
   void reset() {
     done.store(false, std::memory_order_relaxed);
     failed = false;
+    misuse = false;
     bytes.store(0, std::memory_order_relaxed);
     error.clear();
     link = nullptr;
@@ -66,9 +79,10 @@ struct Request {
     fail_claimed.store(false, std::memory_order_relaxed);
   }
   // Internal: records a failure (the first one's text wins); visible once done.
-  void fail(const std::string& text) {
+  void fail(const std::string& text, bool calls_differ = false) {
     if (fail_claimed.exchange(true, std::memory_order_acq_rel)) return;
     error = text;
+    misuse = calls_differ;
     failed = true;
   }
   // Internal: reset() and described for a new message of n bytes to or from peer p,

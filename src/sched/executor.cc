@@ -134,10 +134,11 @@ void execute(ExecutorInputs& res, std::span<const Op> ops) {
                 std::to_string(op.count) + " x " + core::dtype_name(op.dt) + ")";
     pctx.push_back(std::make_unique<coll::CallContext>(base_init(res, op, std::move(name))));
     size_t bytes = op.count * core::dtype_size(op.dt);
+    const uint64_t tag = op.p2p_tag | net::size_mark(bytes);  // a receive of another length fails at once
     if (op.is_send)
-      pctx[i]->send_tagged(op.peer, op.send, bytes, op.p2p_tag, xfers[i]);
+      pctx[i]->send_tagged(op.peer, op.send, bytes, tag, xfers[i]);
     else
-      pctx[i]->recv_tagged(op.peer, op.recv, bytes, op.p2p_tag, xfers[i]);
+      pctx[i]->recv_tagged(op.peer, op.recv, bytes, tag, xfers[i]);
   }
   for (const Op& op : ops) {
     if (op.coll == Coll::SendRecv) continue;

@@ -24,6 +24,12 @@
 //                                 rank naming DCCL_CHECK
 //   misuse_check ifname           DCCL_SOCKET_IFNAME names no interface: init fails
 //                                 naming it
+//   misuse_check p2p-size         rank 0 sends, rank 1 receives another count (one
+//                                 message part and several, longer and shorter, and
+//                                 the first part alike): the receive fails at once
+//                                 (dcclInvalidUsage, "count mismatch"), neither rank
+//                                 waits for its timeout; matched pairs then arrive
+//                                 intact
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -244,6 +250,55 @@ int init_fails(const char* part, const char* what) {
 
 }  // namespace
 
+double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+// One send/recv pair on a new communicator: rank 0 sends `sent` float32, rank 1
+// receives `expected`. Returns the failures.
+int p2p_pair(size_t sent, size_t expected) {
+  dcclComm_t c = init();
+  const size_t n = g_rank == 0 ? sent : expected;
+  std::vector<float> buf(n);
+  for (size_t i = 0; i < n; ++i) buf[i] = g_rank == 0 ? static_cast<float>(i % 1000) + 0.5f : -1.0f;
+  const auto t = std::chrono::steady_clock::now();
+  const dcclResult_t rc = g_rank == 0 ? dcclSend(buf.data(), n, dcclFloat32, 1, c, nullptr)
+                                      : dcclRecv(buf.data(), n, dcclFloat32, 0, c, nullptr);
+  const double ms = ms_since(t);
+  const char* msg = rc == dcclSuccess ? "" : dcclGetLastError(c);
+  const std::string what = std::string(g_rank == 0 ? "send" : "recv") + " of " + std::to_string(n) + " (" +
+                           std::to_string(sent) + " sent, " + std::to_string(expected) + " expected) in " +
+                           std::to_string(static_cast<int>(ms)) + " ms";
+  int bad = 0;
+  if (sent == expected) {
+    bool intact = rc == dcclSuccess;
+    for (size_t i = 0; intact && g_rank == 1 && i < n; ++i) intact = buf[i] == static_cast<float>(i % 1000) + 0.5f;
+    bad += expect(intact, what + ": arrives intact", msg);
+  } else if (g_rank == 1) {
+    // Well inside DCCL_TIMEOUT_S (20 s): the mismatch is seen when the message comes.
+    bad += expect(rc == dcclInvalidUsage && has(msg, "count mismatch: rank 0") && ms < 5000, what + ": fails at once",
+                  msg);
+  } else {
+    bad += expect(ms < 10000, what + ": returns without waiting for the timeout", msg);
+  }
+  dcclCommDestroy(c);
+  return bad;
+}
+
+int p2p_size_case() {
+  // shm cuts messages at 1 MiB (262144 float32), tcp;ofi_rxm further up: pairs with one
+  // part, several, and a receive of exactly one part against a longer message.
+  const size_t part = 262144;
+  static const size_t all_cases[][2] = {{4, 6},        {4, 2},         {part + 1000, part}, {part, part + 1000},
+                             {3 * part, 2 * part + 7}, {1000, 3 * part}, {3 * part + 5, 3 * part + 5},
+                             {4, 4}};
+  int bad = 0;
+  const char* only = std::getenv("P2P_ONLY");
+  int i = 0;
+  for (const auto& k : all_cases) { if (!only || std::atoi(only) == i) bad += p2p_pair(k[0], k[1]); ++i; }
+  return bad;
+}
+
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   const char* r = std::getenv("DCCL_RANK");
@@ -255,6 +310,7 @@ int main(int argc, char** argv) {
   if (mode == "threads") return threads_case();
   if (mode == "contract") return contract_case();
   if (mode == "split-destroy") return split_destroy_case();
+  if (mode == "p2p-size") return p2p_size_case();
   if (mode == "check-one") {
     if (g_rank == 1) setenv("DCCL_CHECK", "1", 1);
     return init_fails("DCCL_CHECK", "init with DCCL_CHECK on rank 1 only");
@@ -265,6 +321,6 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr,
                "usage: misuse_check seg-count all_reduce|all_gather|reduce_scatter | seg-type [small] | seg-op [small] | fork | threads | "
-               "contract | split-destroy | check-one | ifname\n");
+               "contract | split-destroy | check-one | ifname | p2p-size\n");
   return 2;
 }

@@ -183,6 +183,7 @@ void Endpoint::free_op(MsgOp* op) {
   op->mr.reset();
   op->req = nullptr;
   op->peek = false;
+  op->first = false;
   op->prev = op->next = nullptr;
   free_.push_back(op);
 }
@@ -220,6 +221,7 @@ void Endpoint::post(bool send, fi_addr_t addr, void* buf, size_t len, uint64_t t
   for (size_t i = 0; i < parts; ++i) {
     MsgOp* op = make_op(send, addr, static_cast<char*>(buf) + i * max_part_, std::min(max_part_, len - i * max_part_),
                         tag, desc, req);
+    op->first = i == 0 && !send;
     const char* call = nullptr;
     const int rc = submit_locked(op, &call);
     if (rc != 0) {
@@ -238,9 +240,10 @@ void Endpoint::post(bool send, fi_addr_t addr, void* buf, size_t len, uint64_t t
 }
 
 std::string Endpoint::post_one(bool send, fi_addr_t addr, void* buf, size_t len, uint64_t tag, void* desc,
-                               Request* req) {
+                               Request* req, bool first) {
   std::lock_guard<std::mutex> lk(mu_);
   MsgOp* op = make_op(send, addr, static_cast<char*>(buf), len, tag, desc, req);
+  op->first = first && !send;
   const char* call = nullptr;
   const int rc = submit_locked(op, &call);
   if (rc == 0) return {};
@@ -267,8 +270,10 @@ int Endpoint::try_post_locked(MsgOp* op, const char** call) {
   }
   *call = op->send ? "fi_tsend" : "fi_trecv";
   const uint64_t tag = op->tag | length_mark(op->len);  // see kLengthMarkBits
-  // A receive of up to len bytes matches any length: the length mark is ignored.
-  const uint64_t ignore = !op->send && op->req && op->req->up_to ? kLengthMarkBits : 0;
+  // A receive of up to len bytes matches any length: the length mark is ignored. So
+  // does a send/recv receive's first part, and the size mark too (checked on arrival).
+  uint64_t ignore = !op->send && op->req && op->req->up_to ? kLengthMarkBits : 0;
+  if (op->first && has_size_mark(op->tag)) ignore |= kLengthMarkBits | kSizeMarkBits;
   ssize_t rc = op->send ? fi_tsend(ep_.get(), op->buf, op->len, d, op->addr, tag, &op->ctx)
                         : fi_trecv(ep_.get(), op->buf, op->len, d, op->addr, tag, ignore, &op->ctx);
   if (rc == -FI_ENOMEM && posted > 0) rc = -FI_EAGAIN;  // a full queue, by another name
@@ -300,16 +305,29 @@ void Endpoint::flush_backlog_locked(std::deque<MsgOp*>& q) {
   }
 }
 
-void Endpoint::complete_locked(MsgOp* op, size_t len, int err, const std::string& text_in) {
+void Endpoint::complete_locked(MsgOp* op, size_t len, int err, const std::string& text_in, uint64_t tag) {
   std::string text = text_in;
   // Parts are cut alike at both ends: a short part is a mismatch, unless the
   // receive takes up to its length (Request::up_to).
   const bool short_ok = op->req && op->req->up_to && len < op->len;
-  if (!err && !op->send && !op->peek && len != op->len && !short_ok) {
+  const bool sized = op->first && has_size_mark(op->tag);
+  if (sized && op->req && (err == FI_ETRUNC || (!err && (len != op->len || ((tag ^ op->tag) & kSizeMarkBits))))) {
+    // The sender's message for this send/recv receive has another length.
+    const size_t whole = op->req->len;
+    const std::string where = op->len == whole ? "" : " in the first part of this " + std::to_string(whole) + "-byte receive";
+    text = "count mismatch: rank " + std::to_string(op->req->peer) + " sent " +
+           (err ? "a message longer than the " + std::to_string(op->len) + " bytes this rank expects" + where
+            : len != op->len ? std::to_string(len) + " bytes where this rank expects " + std::to_string(op->len) + where
+                             : "a message of another length for this " + std::to_string(whole) + "-byte receive") +
+           " (" + label() + ")";
+    err = FI_ETRUNC;
+  } else if (!err && !op->send && !op->peek && len != op->len && !short_ok) {
     err = FI_ETRUNC;
     text = "count mismatch: the sender's message part was " + std::to_string(len) + " bytes where this rank expects " +
            std::to_string(op->len) + " (" + label() + ")";
   }
+  const bool calls_differ = err == FI_ETRUNC;
+  if (err && sized && op->req) end_rest_locked(op->req, op);
   if (op->prev) op->prev->next = op->next;
   else head_ = op->next;
   if (op->next) op->next->prev = op->prev;
@@ -319,7 +337,7 @@ void Endpoint::complete_locked(MsgOp* op, size_t len, int err, const std::string
              static_cast<void*>(op), len, err, r ? "" : " (cancelled request)");
   if (!err && !op->peek) (op->send ? sent_ : recvd_).fetch_add(op->send ? op->len : len, std::memory_order_relaxed);
   if (r) {
-    if (err) r->fail(text);
+    if (err) r->fail(text, calls_differ);
     else r->bytes.fetch_add(op->send ? op->len : len, std::memory_order_relaxed);
     r->parts_done();
   }
@@ -344,14 +362,16 @@ int Endpoint::drain_locked() {
     ssize_t n = fi_cq_read(cq_.get(), ent, kBatch);
     if (n > 0) {
       for (ssize_t i = 0; i < n; ++i)
-        complete_locked(reinterpret_cast<MsgOp*>(ent[i].op_context), ent[i].len, 0, {});
+        complete_locked(reinterpret_cast<MsgOp*>(ent[i].op_context), ent[i].len, 0, {}, ent[i].tag);
       total += static_cast<int>(n);
       if (static_cast<size_t>(n) < kBatch) break;
     } else if (n == -FI_EAVAIL) {
       fi_cq_err_entry e{};
       if (fi_cq_readerr(cq_.get(), &e, 0) == 1) {
         MsgOp* op = reinterpret_cast<MsgOp*>(e.op_context);
-        if (op) complete_locked(op, 0, e.err ? e.err : FI_EOTHER, cq_error_text(e));
+        const int err = e.err < 0 ? -e.err : e.err;  // shm reports it negated
+        e.err = err;
+        if (op) complete_locked(op, 0, err ? err : FI_EOTHER, cq_error_text(e), e.tag);
         ++total;
       }
     } else {
@@ -422,6 +442,28 @@ bool Endpoint::holds(const Request* r) {
     for (MsgOp* op : *q)
       if (op->req == r) return true;
   return false;
+}
+
+void Endpoint::end_rest_locked(Request* r, MsgOp* failed) {
+  int rest = 0;
+  for (MsgOp* op = head_; op; op = op->next) {
+    if (op == failed || op->req != r) continue;
+    fi_cancel(&ep_.get()->fid, &op->ctx);
+    cancelled_any_ = true;
+    op->req = nullptr;
+    ++rest;
+  }
+  for (auto* q : {&tx_backlog_, &rx_backlog_})
+    for (auto it = q->begin(); it != q->end();) {
+      if ((*it)->req != r) {
+        ++it;
+        continue;
+      }
+      free_op(*it);
+      it = q->erase(it);
+      ++rest;
+    }
+  if (rest) r->parts_done(rest);
 }
 
 void Endpoint::cancel_all() {

@@ -43,6 +43,9 @@ struct MsgOp {
   uint64_t tag = 0;
   bool send = false;
   bool peek = false;  // FI_PEEK probe: its completion carries the message's length
+  // The first part of a send/recv receive (net::has_size_mark): posted ignoring the
+  // length and size marks; its completion's tag must carry this receive's.
+  bool first = false;
   MsgOp* prev = nullptr;  // links in the outstanding list (posted ops)
   MsgOp* next = nullptr;
 };
@@ -109,8 +112,9 @@ class Endpoint {
   // One message of len <= max_part() bytes, one of `req`'s parts: the caller counted it
   // in req->pending_parts beforehand. Never blocks, as post(). Returns "" once posted or
   // queued; on failure the cause (the part is then neither posted nor counted down).
+  // `first`: the message's first part (MsgOp::first).
   std::string post_one(bool send, fi_addr_t addr, void* buf, size_t len, uint64_t tag, void* desc,
-                       Request* req);
+                       Request* req, bool first = false);
 
   // Reads the CQ (a few batches), completes requests, posts what the backlogs hold.
   // With block=false it skips the pass when another thread is already progressing this
@@ -136,7 +140,11 @@ class Endpoint {
   // Posts op now or queues it behind the backlog: 0, or -error with *call set (op freed).
   int submit_locked(MsgOp* op, const char** call);
   void flush_backlog_locked(std::deque<MsgOp*>& q);
-  void complete_locked(MsgOp* op, size_t len, int err, const std::string& text);
+  // `tag`: the completion's (the sender's) tag, for a first part's size check.
+  void complete_locked(MsgOp* op, size_t len, int err, const std::string& text, uint64_t tag = 0);
+  // A first part failed: the request's other parts are cancelled and counted done, so
+  // that it ends now (their late completions are dropped).
+  void end_rest_locked(Request* r, MsgOp* failed);
   MsgOp* alloc_op();
   // An op from the pool, filled for one tagged send or receive (under mu_).
   MsgOp* make_op(bool send, fi_addr_t addr, char* buf, size_t len, uint64_t tag, void* desc, Request* req);

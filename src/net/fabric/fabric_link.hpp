@@ -23,8 +23,10 @@ class FabricLink final : public Link {
   }
   // One piece of a message that other pieces complete too (a striped link's): "" once
   // posted or queued, else the cause (Endpoint::post_one).
-  std::string post_piece(bool send, void* buf, size_t len, uint64_t tag, Request* req, MemRegion* mr) {
-    return ep_->post_one(send, addr_, buf, len, tag, mr ? mr->desc_for(ep_) : nullptr, req);
+  // `first`: a receive's first piece (Endpoint::post_one).
+  std::string post_piece(bool send, void* buf, size_t len, uint64_t tag, Request* req, MemRegion* mr,
+                         bool first = false) {
+    return ep_->post_one(send, addr_, buf, len, tag, mr ? mr->desc_for(ep_) : nullptr, req, first);
   }
   void progress() override { ep_->progress(false); }
   const void* engine() const override { return ep_; }

@@ -79,12 +79,12 @@ void StripedLink::raise_post(bool send, const std::string& cause) const {
 }
 
 std::string StripedLink::post_part(bool send, char* part, size_t plen, uint64_t tag, Request* req, Request* per_lane,
-                                   MemRegion* mr, const uint16_t* w, size_t* posted) {
+                                   MemRegion* mr, const uint16_t* w, size_t* posted, bool first) {
   std::string cause;
   cut_.each_weighted(plen, w, [&](int lane, size_t off, size_t qlen) {
     if (!cause.empty()) return;
     Request* r = per_lane ? &per_lane[lane] : req;
-    cause = lanes_[static_cast<size_t>(lane)]->post_piece(send, part + off, qlen, tag, r, mr);
+    cause = lanes_[static_cast<size_t>(lane)]->post_piece(send, part + off, qlen, tag, r, mr, first && off == 0);
     if (cause.empty()) ++posted[per_lane ? lane : 0];
   });
   return cause;
@@ -266,12 +266,13 @@ bool StripedLink::advance_locked(Waiting& w) {
   for (;;) {
     const size_t plen = std::min(cut_.part, w.len - w.off);
     std::string bad;
+    bool calls_differ = false;  // the sender's message has another length
     if (cut_.stripes(plen)) {
       Request& nr = w.note.req;
       if (!w.posted) {
         nr.arm(peer_, w.tag, w.note.bytes.size(), false, 1);
         bad = lanes_[static_cast<size_t>(cut_.home)]->post_piece(false, w.note.bytes.data(), w.note.bytes.size(),
-                                                                  w.tag, &nr, nullptr);
+                                                                  w.tag, &nr, nullptr, w.off == 0);
         if (bad.empty()) {
           w.posted = true;
           return false;
@@ -283,6 +284,10 @@ bool StripedLink::advance_locked(Waiting& w) {
         w.posted = false;
         uint64_t sent = 0;
         bad = nr.failed ? nr.error + " (split note)" : decode(w.note.bytes, lanes, &sent, &wt);
+        calls_differ = nr.failed ? nr.misuse : bad.empty() && sent != plen;
+        if (nr.failed && nr.misuse)  // the note's own length says nothing: name the receive's
+          bad = "count mismatch: rank " + std::to_string(peer_) + " sent a message of another length for this " +
+                std::to_string(w.len) + "-byte receive (split note on " + lanes_[static_cast<size_t>(cut_.home)]->describe() + ")";
         if (bad.empty() && sent != plen)
           bad = "count mismatch: rank " + std::to_string(peer_) + " sent a message" +
                 (plen == w.len ? "" : " part") + " of " + std::to_string(sent) + " bytes for it (this rank expects " +
@@ -296,11 +301,12 @@ bool StripedLink::advance_locked(Waiting& w) {
       size_t n = 0, posted = 0;
       cut_.each_weighted(plen, wt.data(), [&](int, size_t, size_t) { ++n; });
       r->pending_parts.fetch_add(static_cast<int>(n), std::memory_order_acq_rel);
-      bad = post_part(false, w.buf + w.off, plen, w.tag, r, nullptr, w.mr, wt.data(), &posted);
+      bad = post_part(false, w.buf + w.off, plen, w.tag, r, nullptr, w.mr, wt.data(), &posted,
+                      w.off == 0 && !cut_.stripes(plen));
       if (!bad.empty()) r->parts_done(static_cast<int>(n - posted));
     }
     if (!bad.empty()) {
-      r->fail(bad);
+      r->fail(bad, calls_differ);
       r->parts_done();  // the hold
       return true;
     }

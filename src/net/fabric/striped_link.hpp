@@ -130,9 +130,10 @@ class StripedLink final : public Link {
   std::string send_note(size_t plen, const uint16_t* w, uint64_t tag);
   // Posts the pieces of one part (plen <= the cut's part) for `req`, or for lane k's
   // request per_lane[k] when given, counting them in posted[lane]: "" or the cause
-  // (the rest of the part then not posted).
+  // (the rest of the part then not posted). `first`: a receive's first part, whose
+  // piece at offset 0 checks the sender's length (Endpoint::post_one).
   std::string post_part(bool send, char* part, size_t plen, uint64_t tag, Request* req, Request* per_lane,
-                        MemRegion* mr, const uint16_t* w, size_t* posted);
+                        MemRegion* mr, const uint16_t* w, size_t* posted, bool first = false);
   // Under mu_: moves receive w on as far as its notes have come; true once every part
   // is posted (or it failed).
   bool advance_locked(Waiting& w);

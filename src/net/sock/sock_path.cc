@@ -43,13 +43,25 @@ bool fits(const Request* req, size_t posted_len, size_t msg_len) {
   return msg_len == posted_len || (req->up_to && msg_len < posted_len);
 }
 
+// Whether a message (msg_tag, msg_len) is the one a send/recv receive of `tag` waits
+// for, with another length (net::has_size_mark: its size mark or its length differs).
+bool size_clash(const Request* req, uint64_t tag, size_t posted_len, uint64_t msg_tag, size_t msg_len) {
+  return has_size_mark(tag) && (tag | kSizeMarkBits) == (msg_tag | kSizeMarkBits) &&
+         !(tag == msg_tag && fits(req, posted_len, msg_len));
+}
+
+std::string clash_text(int peer, size_t sent, size_t expected) {
+  return "count mismatch: rank " + std::to_string(peer) + " sent " + std::to_string(sent) +
+         " bytes for it (this rank expects " + std::to_string(expected) + " bytes)";
+}
+
 void complete(Request* req, size_t bytes) {
   req->bytes.store(bytes, std::memory_order_relaxed);
   req->parts_done();
 }
 
-void fail(Request* req, const std::string& why) {
-  req->fail(why);
+void fail(Request* req, const std::string& why, bool calls_differ = false) {
+  req->fail(why, calls_differ);
   req->parts_done();
 }
 
@@ -87,6 +99,7 @@ void SockPath::post(bool send, int peer, void* buf, size_t len, uint64_t tag, Re
   char* dst = static_cast<char*>(buf);
   // An unexpected message with this tag and length, complete or still arriving?
   for (auto it = c->unexpected.begin(); it != c->unexpected.end(); ++it) {
+    if (size_clash(req, tag, len, it->tag, it->len)) return fail(req, clash_text(c->peer, it->len, len), true);
     if (it->tag != tag || !fits(req, len, it->len)) continue;
     if (!it->complete) {
       // Still arriving (only the message being read can be): what came so far moves
@@ -117,6 +130,11 @@ void SockPath::post(bool send, int peer, void* buf, size_t len, uint64_t tag, Re
 
 void SockPath::send_self_locked(Conn& c, const char* buf, size_t len, uint64_t tag, Request* req) {
   for (auto it = c.posted.begin(); it != c.posted.end(); ++it) {
+    if (size_clash(it->req, it->tag, it->len, tag, len)) {
+      fail(it->req, clash_text(c.peer, len, it->len), true);
+      c.posted.erase(it);
+      break;
+    }
     if (it->tag != tag || !fits(it->req, it->len, len)) continue;
     if (len) memcpy(it->buf, buf, len);
     Request* r = it->req;
@@ -145,7 +163,8 @@ void SockPath::release_held_locked(Conn& c, Request* req, char* dst, uint64_t ta
     c.in_payload = true;
   } else {
     buffer_unexpected_locked(c);
-    c.posted.push_back(Posted{req, dst, len, tag});
+    if (size_clash(req, tag, len, c.tag, c.len)) fail(req, clash_text(c.peer, c.len, len), true);
+    else c.posted.push_back(Posted{req, dst, len, tag});
   }
   watch_locked(c, true);
   int done = 0;
@@ -372,6 +391,11 @@ void SockPath::begin_message_locked(Conn& c) {
   c.req = nullptr;
   c.filling = nullptr;
   for (auto it = c.posted.begin(); it != c.posted.end(); ++it) {
+    if (size_clash(it->req, it->tag, it->len, tag, c.len)) {
+      fail(it->req, clash_text(c.peer, c.len, it->len), true);
+      c.posted.erase(it);
+      break;  // the message itself waits as unexpected
+    }
     if (it->tag != tag || !fits(it->req, it->len, c.len)) continue;
     c.in_payload = true;
     c.req = it->req;
