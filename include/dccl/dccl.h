@@ -20,7 +20,14 @@
  * - Groups: between dcclGroupStart and dcclGroupEnd calls are queued, not run;
  *   dcclGroupEnd submits them together (send/recv pairs in a group run
  *   concurrently, so a rank may send to and receive from itself only there).
- *   Groups nest; the outermost end submits.
+ *   A group may name several streams and communicators: it then runs as one
+ *   piece of work, every communicator's calls at once (so ranks may list them
+ *   in different orders, e.g. one group over every dcclCommInitAll
+ *   communicator), after the work queued before it on each of its streams and
+ *   before the work queued after it; on the caller's thread when the NULL
+ *   stream is among them, else on its first stream. A call of the group that is
+ *   refused returns its error, and dcclGroupEnd still submits the others, then
+ *   returns that error too. Groups nest; the outermost end submits.
  * - Ending: dcclCommDestroy cancels the communicator's queued work (those calls
  *   end with an error), lets the running call finish (aborting it after
  *   DCCL_TIMEOUT_S), meets the other ranks when they are there, and frees the

@@ -78,11 +78,26 @@ struct Check {
   }
 };
 
+void submit_checked(const char* fn, dcclComm_t comm, dcclStream_t stream, sched::Op& op,
+                    void (*check)(const Check&, const sched::Op&, int nranks));
+
 // `op` by reference: a by-value copy of the freshly built Op reads it back in 16-byte
 // loads right after its narrow field stores, a store-forwarding stall per load.
 dcclResult_t submit(const char* fn, dcclComm_t comm, dcclStream_t stream, sched::Op&& op,
                     void (*check)(const Check&, const sched::Op&, int nranks)) {
   return api::guard(fn, [&] {
+    try {
+      submit_checked(fn, comm, stream, op, check);
+    } catch (const core::Error& e) {
+      api::group_refused(e);  // inside a group, dcclGroupEnd reports it too
+      throw;
+    }
+  });
+}
+
+void submit_checked(const char* fn, dcclComm_t comm, dcclStream_t stream, sched::Op& op,
+                    void (*check)(const Check&, const sched::Op&, int nranks)) {
+  {
     Check ck{fn};
     comm::Communicator& c = api::comm_of(comm, fn);
     api::CallScope scope(c, fn);
@@ -111,7 +126,7 @@ dcclResult_t submit(const char* fn, dcclComm_t comm, dcclStream_t stream, sched:
     else
       c.submit_one(op, s);
     scope.leave();
-  });
+  }
 }
 
 sched::Op make(Coll coll, const void* send, void* recv, size_t count, dcclDataType_t dt,

@@ -1,5 +1,6 @@
 // dcclGroupStart/End: calls made between them are collected per thread and
-// submitted together at the outermost dcclGroupEnd.
+// submitted together at the outermost dcclGroupEnd, whatever streams and
+// communicators they name.
 #pragma once
 #include "comm/communicator.hpp"
 #include "sched/op.hpp"
@@ -10,6 +11,11 @@ bool in_group();
 // Adds op to the open group (in_group() must be true).
 void group_add(dcclComm* comm, comm::Communicator& c, sched::Stream* stream, const sched::Op& op);
 void group_start();
-void group_end();  // throws the first error of the submitted work
+// A call of the open group was refused: the outermost dcclGroupEnd still submits the
+// others, then returns this error (the first one).
+void group_refused(const core::Error& e);
+// Submits the group: one submission per communicator and stream, or one joined piece
+// of work when it spans several (group.cc). Throws the first error.
+void group_end();
 
 }  // namespace dccl::api

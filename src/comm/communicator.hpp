@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -78,6 +79,11 @@ class Communicator {
   void submit(std::vector<sched::Op> ops, sched::Stream* stream);
   // One operation: on the NULL stream it runs here without copying it anywhere.
   void submit_one(const sched::Op& op, sched::Stream* stream);
+  // A submission whose place in this communicator's order is taken now and that the
+  // caller runs later on a thread of its choosing (a group over several streams or
+  // communicators, api/group.cc): call it once, with true to run it (throws on
+  // error) or false to give its turn up unrun.
+  std::function<void(bool)> reserve(std::vector<sched::Op> ops);
 
   // dcclRedOpCreatePreMulSum / dcclRedOpDestroy: ops numbered from dcclNumOps,
   // lowest free slot first (so ranks creating in the same order agree).

@@ -166,6 +166,16 @@ void Communicator::submit(std::vector<sched::Op> ops, sched::Stream* stream) {
     run_ticket(kTakeTicket, ops);
     return;
   }
+  std::function<void(bool)> work = reserve(std::move(ops));
+  try {
+    stream->enqueue([work] { work(true); });
+  } catch (...) {
+    work(false);
+    throw;
+  }
+}
+
+std::function<void(bool)> Communicator::reserve(std::vector<sched::Op> ops) {
   std::shared_ptr<SubmitGate> gate;
   uint64_t ticket;
   {
@@ -179,16 +189,11 @@ void Communicator::submit(std::vector<sched::Op> ops, sched::Stream* stream) {
     ++inside_;
     ticket = next_ticket_++;
   }
-  try {
-    stream->enqueue([gate, ticket, ops = std::move(ops)] { gate->enter(ops)->run_ticket(ticket, ops); });
-  } catch (...) {
-    {
-      std::lock_guard<std::mutex> g(gate->mu);
-      --gate->queued;
-    }
-    leave(ticket);
-    throw;
-  }
+  return [gate, ticket, ops = std::move(ops)](bool run) {
+    Communicator* c = gate->enter(ops);  // refused once destroy cancelled it
+    if (run) c->run_ticket(ticket, ops);
+    else c->leave(ticket);
+  };
 }
 
 bool Communicator::quiesce() {

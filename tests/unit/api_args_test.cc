@@ -208,7 +208,8 @@ TEST_P(ApiArgs, NonRootMayPassNullForUnusedBuffers) {
   });
 }
 
-// A refused call inside a group is not queued; the group still ends cleanly.
+// A refused call inside a group is not queued; the group still ends cleanly, and
+// dcclGroupEnd returns the first refused call's error (as NCCL's does).
 TEST_P(ApiArgs, RefusedCallInsideGroupIsNotQueued) {
   const auto& cs = comms(GetParam());
   const int n = GetParam();
@@ -218,7 +219,8 @@ TEST_P(ApiArgs, RefusedCallInsideGroupIsNotQueued) {
   EXPECT_EQ(dcclAllReduce(&x, &x, 1, as_enum<dcclDataType_t>(42), dcclSum, c, nullptr), dcclInvalidArgument);
   EXPECT_EQ(dcclSend(&x, 1, dcclFloat32, n, c, nullptr), dcclInvalidArgument);
   EXPECT_NE(last_error(c).find("peer"), std::string::npos) << last_error(c);
-  EXPECT_EQ(dcclGroupEnd(), dcclSuccess) << last_error(c);
+  EXPECT_EQ(dcclGroupEnd(), dcclInvalidArgument);
+  EXPECT_NE(last_error(c).find("datatype 42"), std::string::npos) << last_error(c);
   expect_allreduce_works(cs);
 }
 
