@@ -198,6 +198,9 @@ dcclResult_t dcclCommSplit(dcclComm_t comm, int color, int key, dcclComm_t* newc
 
 /* ---- streams: ordered execution queues; NULL = the call completes before it returns ---- */
 dcclResult_t dcclStreamCreate(dcclStream_t* stream);
+/* Waits until the stream's queue ran, returning its first error; dcclTimeout only
+ * when no queued call finished for DCCL_TIMEOUT_S (a long queue that progresses
+ * is waited for: each call is bounded by its own deadline). */
 dcclResult_t dcclStreamSynchronize(dcclStream_t stream);
 /* dcclSuccess when all work is done, dcclInProgress while some is pending. */
 dcclResult_t dcclStreamQuery(dcclStream_t stream);

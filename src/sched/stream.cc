@@ -82,13 +82,14 @@ void Stream::run() {
     }
     lk.lock();
     busy_ = false;
+    ++finished_;
     outstanding_.fetch_sub(1, std::memory_order_release);
     if (code != dcclSuccess && !has_error_) {
       has_error_ = true;
       err_code_ = code;
       err_text_ = text;
     }
-    if (queue_.empty()) cv_idle_.notify_all();
+    if (queue_.empty() || syncing_) cv_idle_.notify_all();
   }
 }
 
@@ -108,9 +109,23 @@ bool Stream::wait_idle(int64_t timeout_ms) {
 }
 
 void Stream::synchronize(int64_t timeout_ms) {
-  if (!wait_idle(timeout_ms))
-    throw core::Error(dcclTimeout, "stream synchronize: work still pending after " +
-                                       std::to_string(timeout_ms / 1000) + " s");
+  poll_briefly([&] { return outstanding_.load(std::memory_order_acquire) == 0; });
+  std::unique_lock<std::mutex> lk(mu_);
+  ++syncing_;
+  for (uint64_t seen = finished_;;) {
+    const bool woke = cv_idle_.wait_for(lk, std::chrono::milliseconds(timeout_ms),
+                                        [&] { return (queue_.empty() && !busy_) || finished_ != seen; });
+    if (queue_.empty() && !busy_) break;
+    if (!woke) {
+      --syncing_;
+      throw core::Error(dcclTimeout, "stream synchronize: no queued call finished for " +
+                                         std::to_string(timeout_ms / 1000) + " s (" +
+                                         std::to_string(queue_.size() + (busy_ ? 1 : 0)) + " still pending)");
+    }
+    seen = finished_;  // progress: a new window
+  }
+  --syncing_;
+  rethrow_locked();
 }
 
 bool Stream::query() {

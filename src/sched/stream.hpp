@@ -24,7 +24,8 @@ class Stream {
 
   void enqueue(std::function<void()> work);
   // Blocks until every queued item ran; throws the first error (then clears it).
-  // dcclTimeout after timeout_ms.
+  // dcclTimeout when no item finished for timeout_ms: a long queue that makes
+  // progress is waited for (each item is bounded by its own deadline).
   void synchronize(int64_t timeout_ms);
   // Like synchronize(), but returns false when work is still pending after
   // timeout_ms instead of throwing (the caller decides whether to wait on).
@@ -43,6 +44,8 @@ class Stream {
   std::condition_variable cv_work_, cv_idle_;
   std::deque<std::function<void()>> queue_;
   bool busy_ = false, stop_ = false, has_error_ = false;
+  uint64_t finished_ = 0;  // items run (under mu_), for synchronize()'s progress
+  int syncing_ = 0;        // threads in synchronize(): each finished item wakes them
   dcclResult_t err_code_ = dcclSuccess;
   std::string err_text_;
   std::thread worker_;
