@@ -27,12 +27,15 @@ import plan  # noqa: E402
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
+def has_results(d):
+    return all(os.path.isfile(os.path.join(d, f)) for f in ("runs.jsonl", "ceiling.json"))
+
+
 def newest_results():
+    """The newest bench/results/* with runs.jsonl and ceiling.json; None when there is none."""
     base = os.path.join(ROOT, "bench", "results")
-    dirs = sorted(d for d in os.listdir(base)
-                  if os.path.exists(os.path.join(base, d, "runs.jsonl"))
-                  and os.path.exists(os.path.join(base, d, "ceiling.json")))
-    return os.path.join(base, dirs[-1])
+    dirs = sorted(d for d in os.listdir(base) if has_results(os.path.join(base, d))) if os.path.isdir(base) else []
+    return os.path.join(base, dirs[-1]) if dirs else None
 
 
 def load(dirpath):
@@ -208,7 +211,18 @@ def main(argv=None):
     ap.add_argument("--limit", type=float, default=25.0)
     args = ap.parse_args(argv)
     src = args.runs or newest_results()
-    med, ceil = load(src)
+    if src is None:
+        ap.error("no --runs given and no bench/results/* holds runs.jsonl and ceiling.json (bench/compare writes them)")
+    if not os.path.isdir(src):
+        ap.error(f"--runs {src}: no such folder (RESULTS_DIR: a folder with runs.jsonl and ceiling.json)")
+    if not has_results(src):
+        missing = [f for f in ("runs.jsonl", "ceiling.json") if not os.path.isfile(os.path.join(src, f))]
+        ap.error(f"--runs {src}: no {' or '.join(missing)} in it (bench/compare writes them)")
+    try:
+        med, ceil = load(src)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        print(f"bench/model/run --vm: cannot read the results in {src}: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
     rows, fitted, ok, worst = validate(med, ceil, args.limit)
 
     print(f"# Cost model: fit and validation ({os.path.relpath(src, ROOT)})\n")

@@ -158,6 +158,16 @@ std::unique_ptr<StoreServer> env_store(EnvJob* job) {
   return std::make_unique<SharedStore>(std::move(s), nullptr);
 }
 
+void parse_store_addr(const std::string& a, std::string* host, int* port) {
+  const size_t colon = a.rfind(':');
+  if (colon == std::string::npos || colon == 0)
+    core::raise(dcclInvalidArgument, "DCCL_ADDR must be host:port, got '" + a + "'");
+  const int64_t p = core::parse_int(a.substr(colon + 1), "DCCL_ADDR port");
+  if (p < 1 || p > 65535) core::raise(dcclInvalidArgument, "DCCL_ADDR=" + a + ": the port must be 1 to 65535");
+  *host = a.substr(0, colon);
+  *port = static_cast<int>(p);
+}
+
 EnvJob env_job() {
   EnvJob job;
   bool found = false;
@@ -184,11 +194,9 @@ EnvJob env_job() {
   std::string host;
   int64_t port = -1;
   if (const char* addr = env("DCCL_ADDR")) {
-    std::string a = addr;
-    auto colon = a.rfind(':');
-    if (colon == std::string::npos) core::raise(dcclInvalidArgument, "DCCL_ADDR must be host:port, got '" + a + "'");
-    host = a.substr(0, colon);
-    port = core::parse_int(a.substr(colon + 1), "DCCL_ADDR port");
+    int p = 0;
+    parse_store_addr(addr, &host, &p);
+    port = p;
     job.id.origin = "DCCL_ADDR";
   } else if (env("MASTER_ADDR") && env("MASTER_PORT")) {
     // MASTER_PORT itself belongs to the launcher's own store; ours listens on the next port.

@@ -22,6 +22,11 @@ struct EnvJob {
 // Throws Error(dcclInvalidArgument) naming the missing or bad variable.
 EnvJob env_job();
 
+// DCCL_ADDR's value, host:port (the last colon splits; port 1 to 65535): its parts,
+// or Error(dcclInvalidArgument) naming what is wrong. The one reading of it, for
+// init, dccl-run and dccl-info.
+void parse_store_addr(const std::string& value, std::string* host, int* port);
+
 // The store rank 0 hosts for `job` (null on other ranks): the store this process
 // already runs at that address, shared (a second communicator from the same
 // environment gets a key namespace of its own in it), or a new one, which later

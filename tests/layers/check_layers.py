@@ -44,8 +44,6 @@ SETTINGS_CODE = "src/core/config.cc"
 # Files that read the environment directly, each with the reason it cannot go
 # through the settings code.
 ENV_ALLOWED = {
-    "tools/dccl-perf/main.cc": "links only the public API, as an application does: before init it reads the "
-                               "launcher's rank to decide whether this process prints usage errors",
     "tools/dccl-perf/report.cc": "links only the public API: labels its report with DCCL_PROVIDER, FI_PROVIDER "
                                  "and DCCL_PEER_DIRECT as the user set them",
     "tools/dccl-run/options.cc": "-x NAME passes on dccl-run's own value of a variable the user names, as "

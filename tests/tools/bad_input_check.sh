@@ -2,7 +2,9 @@
 # Bad input a new user types: each tool names what is wrong and exits 2 (usage) or
 # 1 (the job failed), never a misleading text: dccl-info --plan's unknown option,
 # missing and bad values; dccl-relay's unknown flag; a DCCL_PROVIDER no provider
-# answers to (a typo: unavailable, the available ones listed, not "not trusted").
+# answers to (a typo: unavailable, the available ones listed, not "not trusted");
+# dccl-perf's usage errors on every rank, -c, --json and --trace paths checked before
+# the sweep, -b 0; dccl-info --job's --stale-s and port, --plan's --provider.
 # Usage: bad_input_check.sh BUILD_DIR
 set -u
 B=$1
@@ -29,4 +31,33 @@ expect "provider typo: unavailable" 1 "DCCL_PROVIDER shmm names no libfabric pro
   "$RUN" -n 1 --timeout 50 --env DCCL_PROVIDER=shmm "$PERF" all_reduce -b 8 -e 8 -n 1 -w 0
 expect "untrusted provider: trust named" 1 "is not trusted" \
   "$RUN" -n 1 --timeout 50 --env DCCL_PROVIDER=sockets "$PERF" all_reduce -b 8 -e 8 -n 1 -w 0
+# absent NAME TEXT: the last command's output does not hold TEXT.
+absent() {
+  if grep -qF -- "$2" "$T/out"; then echo "FAIL $1: '$2' unexpectedly in:"; sed 's/^/    /' "$T/out" | head -8
+    fails=$((fails + 1)); else echo "ok   $1"; fi
+}
+# dccl-perf's usage errors on every rank: a launcher may stop rank 0 before it prints.
+expect "perf: a usage error on rank 1 says why" 2 "-b is larger than -e" env DCCL_RANK=1 "$PERF" all_reduce -b 1M -e 8
+for i in 1 2 3 4 5; do
+  expect "perf: a usage error under dccl-run -n 4 says why ($i)" 2 "-b is larger than -e" \
+    "$RUN" -n 4 --timeout 50 "$PERF" all_reduce -b 1M -e 8
+done
+expect "perf: -c takes 0 or 1" 2 "bad value '2' for -c (0 or 1)" "$PERF" all_reduce -c 2
+expect "perf: --json into a missing folder fails before the sweep" 1 "cannot write --json $T/no/x.json" \
+  "$RUN" -n 2 --timeout 50 "$PERF" all_reduce -b 8 -e 8 -n 1 -w 0 --json "$T/no/x.json"
+absent "perf: no sweep before the --json error" "Avg bus bandwidth"
+expect "perf: --trace into a missing folder fails before the sweep" 1 "cannot make the folder $T/no/t.json.dumps" \
+  "$RUN" -n 2 --timeout 50 "$PERF" all_reduce -b 8 -e 8 -n 1 -w 0 --trace "$T/no/t.json"
+absent "perf: no sweep before the --trace error" "Avg bus bandwidth"
+expect "perf: -b 0 runs" 0 "Avg bus bandwidth" "$RUN" -n 1 --timeout 50 "$PERF" all_reduce -b 0 -e 64 -n 1 -w 0
+zeros=$(grep -cE '^\[0\] +0 +0 ' "$T/out")
+if [ "$zeros" -eq 1 ]; then echo "ok   perf: -b 0: one row of size 0"; else
+  echo "FAIL perf: -b 0: $zeros rows of size 0 (sizes below one element repeat that row)"; fails=$((fails + 1)); fi
+# dccl-info --job's values: a bad number is refused, not read as 0 or wrapped.
+S=0123456789abcdef0123456789abcdef
+expect "job: --stale-s abc" 2 "bad value 'abc' for --stale-s" "$INFO" --job 127.0.0.1:29555 --secret $S --stale-s abc
+expect "job: --stale-s -5" 2 "bad value '-5' for --stale-s" "$INFO" --job 127.0.0.1:29555 --secret $S --stale-s -5
+expect "job: port 99999" 2 "the port must be 1 to 65535" "$INFO" --job 127.0.0.1:99999 --secret $S
+expect "plan: unknown provider" 2 "names no provider 'bogus'" "$INFO" --plan --provider bogus
+expect "plan: a provider mix" 0 "provider" "$INFO" --plan --provider shm+tcp
 [ "$fails" -eq 0 ] && echo "bad_input: all passed" || { echo "bad_input: $fails failed"; exit 1; }

@@ -29,6 +29,21 @@ DCCL_TIMEOUT_S=abc "$INFO" --env > "$T/env" 2>&1; rc=$?
 check "dccl-info --env exits 1 on invalid settings" test $rc -eq 1
 check "dccl-info --env marks the invalid setting" has "$T/env" "set to 'abc'  INVALID"
 
+# Settings init refuses after loading them (the algorithm, provider, rails, rendezvous, secret).
+for kv in DCCL_ALGO=bogus DCCL_PROVIDER=bogus DCCL_PROVIDER=sockets DCCL_ADDR=notanaddr DCCL_ADDR=h:99999 DCCL_SECRET=zz; do
+  env "$kv" "$INFO" > "$T/set" 2>&1; rc=$?
+  check "dccl-info exits 1 on $kv" test $rc -eq 1
+  check "dccl-info flags $kv" has "$T/set" "INVALID: ${kv%%=*}"
+done
+if "$INFO" | grep -q "^  rail 0"; then  # tcp offers interfaces here: a name it does not offer fails init
+  DCCL_NET_IFNAME=nosuch0 "$INFO" > "$T/set" 2>&1; rc=$?
+  check "dccl-info exits 1 on DCCL_NET_IFNAME=nosuch0" test $rc -eq 1
+  check "dccl-info flags DCCL_NET_IFNAME=nosuch0" has "$T/set" "INVALID: DCCL_NET_IFNAME"
+fi
+DCCL_ALGO=allreduce:ring DCCL_PROVIDER=tcp DCCL_SECRET=0123456789abcdef0123456789abcdef DCCL_ADDR=127.0.0.1:2000 \
+  "$INFO" > "$T/set" 2>&1; rc=$?
+check "dccl-info exits 0 on valid algorithm, provider, secret and address" test $rc -eq 0
+
 DCCL_PEER_DIRECT=0 "$INFO" > "$T/pd0" 2>&1; rc=$?
 check "dccl-info with DCCL_PEER_DIRECT=0 exits 0" test $rc -eq 0
 check "DCCL_PEER_DIRECT=0: off by request" has "$T/pd0" "off by request"

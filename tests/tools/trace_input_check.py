@@ -1,5 +1,6 @@
 """dccl-trace on bad input: a missing path, an unreadable (binary) file, a dump whose
-header has no rank, JSON lines that are not records, and an empty folder. Each
+header has no rank, JSON lines that are not records, and an empty folder; a
+--png or --timeline that cannot be written, gnuplot missing or failing. Each
 exits 1 with one line on stderr naming the path and the cause, never a Python
 traceback; a valid dump beside the junk is still read.
 usage: trace_input_check.py SOURCE_DIR"""
@@ -49,4 +50,23 @@ with tempfile.TemporaryDirectory() as tmp:
     assert p.returncode == 0, p.stderr
     rep = json.loads(p.stdout)
     assert len(rep) == 1 and rep[0]["comm"] == "c1", rep
-print("dccl-trace: bad paths and files refused with their names; non-record lines skipped")
+
+    # Outputs that cannot be written, gnuplot missing or failing: one line, exit 1.
+    def out_refused(why, *args, env=None):
+        p = subprocess.run([sys.executable, tool, *args, good], capture_output=True, text=True, timeout=60, env=env)
+        line = p.stderr.strip()
+        assert p.returncode == 1 and "Traceback" not in p.stderr, (args, p.returncode, p.stderr)
+        assert line.startswith("dccl-trace: ") and "\n" not in line and why in line, (args, line)
+    out_refused("cannot write --png /nonexistent/x.png: no folder", "--png", "/nonexistent/x.png")
+    out_refused("cannot write --timeline /nonexistent/t.json: no folder", "--timeline", "/nonexistent/t.json")
+    out_refused("cannot write --timeline %s: it is a folder" % tmp, "--timeline", tmp)
+    bare = os.path.join(tmp, "bin")  # a PATH without gnuplot
+    os.mkdir(bare)
+    env = dict(os.environ, PATH=bare)
+    out_refused("--png needs gnuplot, which is not on PATH", "--png", os.path.join(tmp, "x.png"), env=env)
+    with open(os.path.join(bare, "gnuplot"), "w") as f:  # a gnuplot that fails
+        f.write("#!/bin/sh\necho 'line 2: cannot open the output' >&2\nexit 1\n")
+    os.chmod(os.path.join(bare, "gnuplot"), 0o755)
+    out_refused("gnuplot could not draw %s (exit status 1): line 2: cannot open the output" % os.path.join(tmp, "x.png"),
+                "--png", os.path.join(tmp, "x.png"), env=env)
+print("dccl-trace: bad paths, files and outputs refused with their names; non-record lines skipped")

@@ -6,7 +6,9 @@
 #include "job.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "bootstrap/env_init.hpp"
 #include "bootstrap/bootstrap.hpp"
 #include "bootstrap/unique_id.hpp"
 #include "core/config.hpp"
@@ -102,7 +105,16 @@ int job_view(int argc, char** argv) {
     const std::string arg = argv[a];
     if (arg == "--json") json = true;
     else if (arg == "--secret" && a + 1 < argc) secret = argv[++a];
-    else if (arg == "--stale-s" && a + 1 < argc) stale_s = atof(argv[++a]);
+    else if (arg == "--stale-s" && a + 1 < argc) {
+      const char* v = argv[++a];
+      char* end = nullptr;
+      errno = 0;
+      stale_s = strtod(v, &end);
+      if (end == v || *end || errno || !std::isfinite(stale_s) || stale_s <= 0) {
+        fprintf(stderr, "dccl-info --job: bad value '%s' for --stale-s (seconds, a number > 0)\n", v);
+        return 2;
+      }
+    }
     else if (arg == "--ns" && a + 1 < argc) ns = argv[++a];
     else if (addr.empty() && arg[0] != '-') addr = arg;
     else {
@@ -111,15 +123,20 @@ int job_view(int argc, char** argv) {
       return 2;
     }
   }
-  const size_t colon = addr.rfind(':');
-  if (colon == std::string::npos || secret.empty()) {
+  if (addr.empty() || secret.empty()) {
     fprintf(stderr, "dccl-info --job: give the store's HOST:PORT (DCCL_ADDR) and the job secret (--secret or "
                     "DCCL_SECRET)\n");
     return 2;
   }
   dccl::boot::UniqueIdData id;
-  id.host = addr.substr(0, colon);
-  id.port = static_cast<uint16_t>(atoi(addr.c_str() + colon + 1));
+  try {
+    int port = 0;
+    dccl::boot::parse_store_addr(addr, &id.host, &port);
+    id.port = static_cast<uint16_t>(port);
+  } catch (const dccl::core::Error& e) {
+    fprintf(stderr, "dccl-info --job: bad address: %s\n", e.what());
+    return 2;
+  }
   std::vector<Row> rows;
   try {
     id.secret = dccl::boot::secret_from_hex(secret);

@@ -35,6 +35,7 @@
 #include "json_text.hpp"
 #include "plan.hpp"
 #include "job.hpp"
+#include "settings.hpp"
 
 namespace {
 
@@ -76,10 +77,13 @@ void print_env_md() {
 }
 
 // Why the value set for `name` would make init fail ("" when it is fine or
-// unset): the settings are loaded as init loads them, with only `name` set.
+// unset): the settings are loaded as init loads them, with only `name` set; then
+// the checks init makes later (the algorithm, provider, rails, rendezvous and
+// secret: settings.hpp), in this environment.
 std::string invalid_reason(const char* name) {
-  const char* mine = dccl::core::env_value(name);
-  if (!mine) return "";
+  const char* value = dccl::core::env_value(name);
+  if (!value) return "";
+  const std::string mine = value;
   std::vector<std::pair<std::string, std::string>> saved;
   for (const auto& e : dccl::core::config_entries())
     if (const char* v = dccl::core::env_value(e.name); v && strcmp(e.name, name) != 0) {
@@ -93,7 +97,7 @@ std::string invalid_reason(const char* name) {
     why = e.what();
   }
   for (const auto& [k, v] : saved) setenv(k.c_str(), v.c_str(), 1);
-  return why;
+  return why.empty() ? init_refusal(name, mine.c_str()) : why;
 }
 
 // Every setting whose value init would refuse, with the reason; 0 when none. A
@@ -105,6 +109,11 @@ int print_invalid_settings() {
       printf("INVALID: %s (dcclCommInit* would fail with it)\n", why.c_str());
       ++bad;
     }
+  // FI_PROVIDER is no setting, but a single name in it is the provider choice.
+  if (std::string why = init_refusal("FI_PROVIDER", dccl::core::env_value("FI_PROVIDER")); !why.empty()) {
+    printf("INVALID: %s (dcclCommInit* would fail with it)\n", why.c_str());
+    ++bad;
+  }
   for (const auto& [name, like] : dccl::core::misspelled_settings(environ))
     printf("UNKNOWN: %s is not a setting: did you mean %s? (dcclCommInit* ignores it with a warning)\n",
            name.c_str(), like.c_str());

@@ -11,6 +11,7 @@
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "json_text.hpp"
+#include "settings.hpp"
 #include "tune/plan.hpp"
 #include "tune/tuner.hpp"
 
@@ -169,6 +170,10 @@ int print_plan(int argc, char** argv) {
     const char* value = argv[++a];
     if (!num) {
       provider = value;
+      if (const std::string why = unknown_plan_provider(provider); !why.empty()) {
+        fprintf(stderr, "dccl-info --plan: bad value for --provider: %s\n", why.c_str());
+        return 2;
+      }
     } else if (!parse_int(value, num == &cores ? 0 : 1, num)) {
       fprintf(stderr, "dccl-info --plan: bad value '%s' for %s (a whole number from %d to %d)\n", value, arg.c_str(),
               num == &cores ? 0 : 1, 1 << 24);

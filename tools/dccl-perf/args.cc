@@ -85,7 +85,8 @@ void print_usage(FILE* f) {
       "                           table then going to stderr)\n"
       "      --trace FILE         after the run, each rank dumps its flight recorder (its last\n"
       "                           DCCL_RECORDER calls) to FILE.dumps/ and rank 0 writes their\n"
-      "                           timeline to FILE (Chrome trace format) with dccl-trace\n"
+      "                           timeline to FILE (Chrome trace format) with dccl-trace; an\n"
+      "                           earlier run's dumps there (dccl-rec.*.jsonl) are removed first\n"
       "      --mem host|sim|cuda  memory the buffers live in (default host)\n"
       "      --peer-direct 0|1|auto  sets DCCL_PEER_DIRECT before init\n"
       "  -a, --average 0|1|2|3    time reported: rank 0's, the mean, the fastest or the slowest\n"
@@ -175,7 +176,7 @@ int parse_args(int argc, char** argv, Options* opt, std::string* error) {
         break;
       case 'n': if (!parse_int(value, 1, INT_MAX, &v)) return bad("an integer >= 1"); opt->iters = int(v); break;
       case 'w': if (!parse_int(value, 0, INT_MAX, &v)) return bad("an integer >= 0"); opt->warmup = int(v); break;
-      case 'c': if (!parse_int(value, 0, INT_MAX, &v)) return bad("0 or 1"); opt->check = v != 0; break;
+      case 'c': if (!parse_int(value, 0, 1, &v)) return bad("0 or 1"); opt->check = v != 0; break;
       case 'r': if (!parse_int(value, 0, INT_MAX, &v)) return bad("a rank"); opt->root = int(v); break;
       case 'd': if (!parse_dtype(value, &opt->type)) return bad("a datatype"); break;
       case 'o': if (!parse_op(value, &opt->op)) return bad("sum prod max min avg"); break;

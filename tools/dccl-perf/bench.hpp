@@ -53,8 +53,12 @@ struct Row {
 // rank must call it with the same size; the result is complete on every rank.
 Row run_size(Ctx& c, size_t bytes);
 
-// --trace FILE (trace.cc): the flight recorders' timeline of the run. Collective;
-// non-zero when it could not be written.
+// --trace FILE (trace.cc), on rank 0 before the run: makes FILE.dumps/ and removes the
+// dumps an earlier run left there (dccl-rec.*.jsonl, nothing else), so that the
+// timeline is this run's. Non-zero, with the reason on stderr, when it cannot.
+int prepare_trace(const std::string& file);
+// After the run: the flight recorders' timeline. Collective; non-zero when it could
+// not be written.
 int write_trace(Ctx& c, const std::string& file);
 
 }  // namespace dcclperf

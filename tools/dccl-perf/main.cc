@@ -1,7 +1,11 @@
 // dccl-perf: collective benchmark with nccl-tests' flags and columns.
 //   dccl-run -n 4 dccl-perf all_reduce -b 8 -e 64M -f 2
 // One process per rank; the communicator comes from the environment
-// (dcclCommInitFromEnv). Only rank 0 prints.
+// (dcclCommInitFromEnv). Only rank 0 prints the table; a usage error is printed by
+// every rank (dccl-run prefixes each line with its rank), since a launcher may stop
+// rank 0 as soon as another rank exits with it.
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,14 +26,33 @@ using namespace dcclperf;
 
 namespace {
 
-// Before init the rank is unknown: print usage errors unless a launcher's
-// variable says this process is not rank 0.
-bool maybe_rank0() {
-  for (const char* v : {"DCCL_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
-    const char* s = std::getenv(v);
-    if (s && *s) return std::strcmp(s, "0") == 0;
+// Whether `path` can be written, tried before the sweep: opened for appending
+// (nothing truncated) and removed again when this made it. "" when it can.
+std::string unwritable(const std::string& path) {
+  struct stat st;
+  const bool existed = stat(path.c_str(), &st) == 0;
+  if (existed && S_ISDIR(st.st_mode)) return "it is a folder";
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return std::strerror(errno);
+  close(fd);
+  if (!existed) unlink(path.c_str());
+  return "";
+}
+
+// Rank 0 checks the --json file and readies --trace's folder before the sweep, so that
+// a path that cannot work fails now, not after it; every rank learns the verdict.
+int check_outputs(Ctx& c) {
+  int bad = 0;
+  const Options& o = c.opt;
+  if (c.rank == 0 && o.json && !o.json_file.empty()) {
+    if (const std::string why = unwritable(o.json_file); !why.empty()) {
+      std::fprintf(stderr, "dccl-perf: cannot write --json %s: %s\n", o.json_file.c_str(), why.c_str());
+      bad = 1;
+    }
   }
-  return true;
+  if (c.rank == 0 && !bad && !o.trace_file.empty()) bad = prepare_trace(o.trace_file);
+  PERF_CHECK(c, dcclAllReduce(&bad, &bad, 1, dcclInt32, dcclMax, c.comm, nullptr));
+  return bad;
 }
 
 // "Pid 1234 on host" for every rank, gathered over the communicator.
@@ -59,9 +82,7 @@ int main(int argc, char** argv) {
     case 0: break;
     case 1: return 0;  // --help
     default:
-      if (maybe_rank0()) {
-        std::fprintf(stderr, "dccl-perf: %s (see dccl-perf --help)\n", error.c_str());
-      }
+      std::fprintf(stderr, "dccl-perf: %s (see dccl-perf --help)\n", error.c_str());
       return 2;
   }
   const Options& o = c.opt;
@@ -80,6 +101,10 @@ int main(int argc, char** argv) {
     dcclCommDestroy(c.comm);
     return 2;
   }
+  if (check_outputs(c) != 0) {
+    dcclCommDestroy(c.comm);
+    return 1;
+  }
   if (!o.blocking) PERF_CHECK(c, dcclStreamCreate(&c.stream));
   alloc_buffers(c);
 
@@ -91,6 +116,12 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
   double wrong_total = 0;
   for (size_t size = o.min_bytes;;) {
+    // Sizes that round down to the previous row's elements (-b 0 or 1 with 4-byte
+    // floats) are that row again: skipped.
+    if (!rows.empty() && layout(o.coll, size, c.elem, c.nranks).bytes == rows.back().bytes) {
+      if (!dcclperf::next_size(o, &size)) break;
+      continue;
+    }
     Row r = run_size(c, size);
     if (rank0) print_row(out, c, r);
     wrong_total += std::max(r.out_of_place.wrong, 0.0) + std::max(r.in_place.wrong, 0.0);

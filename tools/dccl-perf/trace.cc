@@ -1,6 +1,8 @@
-// dccl-perf --trace FILE: every rank dumps its flight recorder to FILE.dumps/ (one
-// file system for all ranks, as dccl-run gives one host), then rank 0 runs
-// dccl-trace on them, which writes the timeline to FILE.
+// dccl-perf --trace FILE: rank 0 clears FILE.dumps/ of an earlier run's dumps before
+// the run; after it every rank dumps its flight recorder there (one file system for
+// all ranks, as dccl-run gives one host), then rank 0 runs dccl-trace on them, which
+// writes the timeline to FILE.
+#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,6 +32,40 @@ std::string find_dccl_trace() {
   return "dccl-trace";  // from PATH
 }
 }  // namespace
+
+int prepare_trace(const std::string& file) {
+  const std::string dir = file + ".dumps";
+  struct stat st;
+  if (mkdir(dir.c_str(), 0755) != 0 && (errno != EEXIST || stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))) {
+    std::fprintf(stderr, "dccl-perf --trace: cannot make the folder %s: %s\n", dir.c_str(),
+                 errno == EEXIST ? "a file of that name is in the way" : std::strerror(errno));
+    return 1;
+  }
+  DIR* d = opendir(dir.c_str());
+  if (!d) {
+    std::fprintf(stderr, "dccl-perf --trace: cannot read %s: %s\n", dir.c_str(), std::strerror(errno));
+    return 1;
+  }
+  int rc = 0;
+  // Only the recorder's own files (dccl-rec.<comm>.r<rank>.jsonl): whatever else the
+  // folder holds is left alone.
+  constexpr char kPrefix[] = "dccl-rec.", kSuffix[] = ".jsonl";
+  while (const dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.size() <= sizeof kPrefix + sizeof kSuffix - 2 || name.compare(0, sizeof kPrefix - 1, kPrefix) != 0 ||
+        name.compare(name.size() - (sizeof kSuffix - 1), std::string::npos, kSuffix) != 0)
+      continue;
+    const std::string path = dir + "/" + name;
+    if (lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (unlink(path.c_str()) != 0) {
+      std::fprintf(stderr, "dccl-perf --trace: cannot remove the earlier run's dump %s: %s\n", path.c_str(),
+                   std::strerror(errno));
+      rc = 1;
+    }
+  }
+  closedir(d);
+  return rc;
+}
 
 int write_trace(Ctx& c, const std::string& file) {
   const std::string dir = file + ".dumps";

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "bootstrap/env_init.hpp"
 #include "bootstrap/store.hpp"
 #include "bootstrap/unique_id.hpp"
 #include "core/config.hpp"
@@ -135,12 +136,10 @@ int main(int argc, char** argv) {
   };
   try {
     if (!addr.empty()) {
-      const size_t colon = addr.rfind(':');
-      if (colon == std::string::npos) throw std::runtime_error("DCCL_ADDR must be host:port, got '" + addr + "'");
-      store_port = static_cast<int>(dccl::core::parse_int(addr.substr(colon + 1), "DCCL_ADDR port"));
-      if (store_port < 1 || store_port > 65535) throw std::runtime_error("DCCL_ADDR port must be 1 to 65535");
-      if (!net) store_host = addr.substr(0, colon);
-      else if (addr.substr(0, colon) != store_host) store_port = 0;  // a store of the ranks' own
+      std::string host;
+      dccl::boot::parse_store_addr(addr, &host, &store_port);
+      if (!net) store_host = host;
+      else if (host != store_host) store_port = 0;  // a store of the ranks' own
     }
     if (net && !net->in_switch(start_store, &why)) {
       say("cannot start the rendezvous store: " + why);

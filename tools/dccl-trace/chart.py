@@ -6,10 +6,24 @@ import subprocess
 import tempfile
 
 
-def write(job, rep, path):
+class ChartError(Exception):
+    """Why the chart cannot be drawn, in one line."""
+
+
+def gnuplot():
+    """gnuplot's path; ChartError naming how to install it when it is not on PATH."""
     gp = shutil.which("gnuplot")
-    if not gp:
-        raise RuntimeError("gnuplot is not installed (apt install gnuplot-nox, or scripts/install-deps --peers)")
+    if gp:
+        return gp
+    hint = "apt install gnuplot-nox"
+    deps = os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "..", "scripts", "install-deps")
+    if os.path.exists(deps):  # the source tree's
+        hint += ", or scripts/install-deps --peers"
+    raise ChartError("--png needs gnuplot, which is not on PATH (%s)" % hint)
+
+
+def write(job, rep, path):
+    gp = gnuplot()
     with tempfile.TemporaryDirectory() as tmp:
         calls = os.path.join(tmp, "calls.dat")
         links = os.path.join(tmp, "links.dat")
@@ -63,4 +77,8 @@ def write(job, rep, path):
         sp = os.path.join(tmp, "chart.gp")
         with open(sp, "w") as f:
             f.write("\n".join(script) + "\n")
-        subprocess.run([gp, sp], check=True, capture_output=True, text=True)
+        p = subprocess.run([gp, sp], capture_output=True, text=True)
+        if p.returncode != 0:
+            said = [l.strip() for l in p.stderr.splitlines() if l.strip()]
+            raise ChartError("gnuplot could not draw %s (exit status %d)%s" % (
+                path, p.returncode, ": " + said[-1] if said else ""))
