@@ -72,7 +72,7 @@ Communicator::~Communicator() {
   // Peers may still be completing the last operation with this rank (shm reads our
   // memory until they are done): leave together, within the timeout. The watchdog
   // still listens: a peer that failed (and so skips this barrier) ends it at once.
-  leaving_.store(true);
+  leaving_.store(1);
   if (!state_.fail.raised() && !finalized_.load() && !leave_alone_ && boot_) {
     try {
       std::lock_guard<std::mutex> lk(boot_mu_);
@@ -81,6 +81,7 @@ Communicator::~Communicator() {
       DCCL_INFO("destroy: leaving without the other ranks: %s", e.what());
     }
   }
+  leaving_.store(2);
   // A failed communicator keeps its lease: its failure is known, and the store may be out of reach.
   if (watchdog_) watchdog_->stop(!state_.fail.raised());
   watchdog_.reset();

@@ -223,9 +223,10 @@ class Communicator {
   bool finalizing_ = false;    // finalize() began: new submissions are refused
   std::atomic<bool> finalized_{false};
   bool leave_alone_ = false;
-  // Set once destroy's barrier may begin: a peer's failure heard from then on ends it
-  // (the failed peer never comes), instead of the timeout.
-  std::atomic<bool> leaving_{false};
+  // Destroy's phases for the failure watch: 1 once its barrier may begin (a peer's
+  // failure heard then ends it: the failed peer never comes), 2 once it is over (a
+  // report then, e.g. the store's host leaving first, concerns no call any more).
+  std::atomic<int> leaving_{0};
   std::atomic<bool> announced_{false};  // quiesce() told the other ranks of cancelled work (nothing was in flight)
   // Queued stream work reaches this communicator through its gate, which quiesce()
   // closes: cancelled work then fails on its stream without touching this object.

@@ -233,11 +233,12 @@ void Communicator::start_watchdog(const boot::UniqueIdData& id, const std::strin
   watchdog_ = std::make_unique<Watchdog>(
       id, state_.rank, label_, state_.nranks, ns, *boot_, boot_mu_,
       [this](dcclResult_t c, const std::string& t) {
+        if (leaving_.load() == 2) return;  // destroy met the other ranks already
         set_failed(c, t);
         // A thread of ours may be stuck in the provider, sending to
         // a peer that died holding its region's lock.
         if (net_) net_->peers_failed();
-        if (leaving_.load()) boot_->interrupt();  // destroy's barrier: the failed rank never comes
+        if (leaving_.load() == 1) boot_->interrupt();  // destroy's barrier: the failed rank never comes
       },
       time_left(init_deadline_));
 }
