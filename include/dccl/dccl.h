@@ -12,7 +12,8 @@
  * - In place: a collective is in place when sendbuff == recvbuff (allreduce,
  *   broadcast, reduce) or when sendbuff is this rank's block of recvbuff
  *   (allgather: recvbuff + rank*sendcount; reduce-scatter: recvbuff ==
- *   sendbuff + rank*recvcount). Other overlaps are undefined.
+ *   sendbuff + rank*recvcount). Other overlaps of the two are refused
+ *   (dcclInvalidArgument), as far as the call's own buffers go.
  * - Threads: calls on different communicators may run concurrently. Calls on
  *   one communicator must come in the same order on every rank; from several
  *   threads the application orders them itself. A stream runs its calls in

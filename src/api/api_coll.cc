@@ -1,4 +1,5 @@
 // C API: collectives, send/recv, barrier and groups, with argument checks.
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -71,6 +72,18 @@ struct Check {
       bad(std::string("sendbuff is ") + a.name() + " memory but recvbuff is " + b.name() +
           " memory; both must be the same kind");
     return &a;
+  }
+  // sendbuff and recvbuff may overlap only in the documented in-place form (dccl.h):
+  // sendbuff at `in_place`. Any other overlap would read what the call already wrote.
+  void overlap(const void* send, size_t sbytes, const void* recv, size_t rbytes, uintptr_t in_place) const {
+    const auto s = reinterpret_cast<uintptr_t>(send), r = reinterpret_cast<uintptr_t>(recv);
+    if (!send || !recv || !sbytes || !rbytes || s == in_place || s >= r + rbytes || r >= s + sbytes) return;
+    const bool after = s >= r;
+    bad("sendbuff (" + std::to_string(sbytes) + " bytes) and recvbuff (" + std::to_string(rbytes) +
+        " bytes) overlap, sendbuff " + std::to_string(after ? s - r : r - s) + " bytes " +
+        (after ? "after" : "before") + " recvbuff's start, which is not the in-place position (" +
+        (in_place >= r ? "recvbuff + " + std::to_string(in_place - r) : "recvbuff - " + std::to_string(r - in_place)) +
+        " bytes); other overlaps are refused");
   }
   void rank(int r, int n, const char* name) const {
     if (r < 0 || r >= n)
@@ -155,6 +168,8 @@ dcclResult_t dcclAllReduce(const void* sendbuff, void* recvbuff, size_t count, d
                   ck.buf(o.recv, o.count, "recvbuff");
                   ck.mem(o.send, o.count, o.dt, 1, "sendbuff");
                   ck.mem(o.recv, o.count, o.dt, 1, "recvbuff");
+                  const size_t b = o.count * core::dtype_size(o.dt);
+                  ck.overlap(o.send, b, o.recv, b, reinterpret_cast<uintptr_t>(o.recv));
                 });
 }
 
@@ -171,6 +186,8 @@ dcclResult_t dcclReduce(const void* sendbuff, void* recvbuff, size_t count, dccl
     if (o.peer == o.root) ck.buf(o.recv, o.count, "recvbuff (root)");
     ck.mem(o.send, o.count, o.dt, 1, "sendbuff");
     if (o.peer == o.root) ck.mem(o.recv, o.count, o.dt, 1, "recvbuff (root)");
+    const size_t b = o.count * core::dtype_size(o.dt);
+    if (o.peer == o.root) ck.overlap(o.send, b, o.recv, b, reinterpret_cast<uintptr_t>(o.recv));
   });
 }
 
@@ -187,6 +204,8 @@ dcclResult_t dcclBroadcast(const void* sendbuff, void* recvbuff, size_t count, d
     ck.buf(o.recv, o.count, "recvbuff");
     if (o.peer == o.root) ck.mem(o.send, o.count, o.dt, 1, "sendbuff (root)");
     ck.mem(o.recv, o.count, o.dt, 1, "recvbuff");
+    const size_t b = o.count * core::dtype_size(o.dt);
+    if (o.peer == o.root) ck.overlap(o.send, b, o.recv, b, reinterpret_cast<uintptr_t>(o.recv));
   });
 }
 
@@ -211,6 +230,9 @@ dcclResult_t dcclAllGather(const void* sendbuff, void* recvbuff, size_t sendcoun
                   ck.buf(o.recv, o.count, "recvbuff");
                   ck.mem(o.send, o.count, o.dt, 1, "sendbuff");
                   ck.mem(o.recv, o.count, o.dt, static_cast<size_t>(n), "recvbuff");
+                  const size_t b = o.count * core::dtype_size(o.dt);
+                  ck.overlap(o.send, b, o.recv, b * static_cast<size_t>(n),
+                             reinterpret_cast<uintptr_t>(o.recv) + b * static_cast<size_t>(ck.me));
                 });
 }
 
@@ -224,6 +246,9 @@ dcclResult_t dcclReduceScatter(const void* sendbuff, void* recvbuff, size_t recv
                   ck.buf(o.recv, o.count, "recvbuff");
                   ck.mem(o.send, o.count, o.dt, static_cast<size_t>(n), "sendbuff");
                   ck.mem(o.recv, o.count, o.dt, 1, "recvbuff");
+                  const size_t b = o.count * core::dtype_size(o.dt);
+                  ck.overlap(o.send, b * static_cast<size_t>(n), o.recv, b,
+                             reinterpret_cast<uintptr_t>(o.recv) - b * static_cast<size_t>(ck.me));
                 });
 }
 
@@ -236,6 +261,8 @@ dcclResult_t dcclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, dc
                   ck.buf(o.recv, o.count, "recvbuff");
                   ck.mem(o.send, o.count, o.dt, static_cast<size_t>(n), "sendbuff");
                   ck.mem(o.recv, o.count, o.dt, static_cast<size_t>(n), "recvbuff");
+                  const size_t b = o.count * core::dtype_size(o.dt) * static_cast<size_t>(n);
+                  ck.overlap(o.send, b, o.recv, b, reinterpret_cast<uintptr_t>(o.recv));
                 });
 }
 

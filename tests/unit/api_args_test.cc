@@ -325,6 +325,52 @@ TEST_P(ApiArgs, BadDeviceBuffersRefusedBeforeRunning) {
   });
 }
 
+// sendbuff and recvbuff may overlap only in the documented in-place forms; any other
+// overlap (before: undefined results) is refused naming both, and the in-place forms run.
+TEST_P(ApiArgs, OverlapOtherThanInPlaceRefused) {
+  const auto& cs = comms(GetParam());
+  const int n = GetParam();
+  const int me = n - 1;
+  dcclComm_t c = cs[static_cast<size_t>(me)];
+  std::vector<float> b(16 * static_cast<size_t>(n) + 16);
+  float* p = b.data();
+  auto refused = [&](const char* what, Fn fn, const void* send, void* recv, size_t count) {
+    expect_refused({what, {fn, send, recv, count, dcclFloat32, dcclSum, me, c}, dcclInvalidArgument, "overlap"});
+  };
+  refused("allreduce, send one element in", kAllReduce, p + 1, p, 8);
+  refused("allreduce, recv one element in", kAllReduce, p, p + 1, 8);
+  refused("reduce at the root", kReduce, p + 2, p, 8);
+  refused("broadcast from the root", kBroadcast, p, p + 3, 8);
+  refused("alltoall shifted", kAlltoAll, p + 1, p, 4);
+  if (n > 1) {
+    refused("allgather at recvbuff's start on rank > 0", kAllGather, p, p, 4);
+    refused("reduce_scatter with recvbuff at sendbuff's start on rank > 0", kReduceScatter, p, p, 4);
+  } else {
+    refused("allgather one element off its block", kAllGather, p + 1, p, 4);
+  }
+  expect_allreduce_works(cs);
+  // The in-place forms still run, on every rank.
+  on_ranks(n, [&](int r) {
+    dcclComm_t cr = cs[static_cast<size_t>(r)];
+    const size_t k = 4, nn = static_cast<size_t>(n);
+    std::vector<int32_t> ag(k * nn, -1);
+    for (size_t i = 0; i < k; ++i) ag[static_cast<size_t>(r) * k + i] = r * 10 + static_cast<int32_t>(i);
+    EXPECT_EQ(dcclAllGather(ag.data() + static_cast<size_t>(r) * k, ag.data(), k, dcclInt32, cr, nullptr), dcclSuccess)
+        << last_error(cr);
+    for (size_t q = 0; q < nn; ++q)
+      for (size_t i = 0; i < k; ++i) EXPECT_EQ(ag[q * k + i], static_cast<int32_t>(q) * 10 + static_cast<int32_t>(i));
+    std::vector<int32_t> rs(k * nn);
+    for (size_t i = 0; i < rs.size(); ++i) rs[i] = static_cast<int32_t>(i) + r;
+    EXPECT_EQ(dcclReduceScatter(rs.data(), rs.data() + static_cast<size_t>(r) * k, k, dcclInt32, dcclSum, cr, nullptr),
+              dcclSuccess)
+        << last_error(cr);
+    for (size_t i = 0; i < k; ++i) {
+      const size_t at = static_cast<size_t>(r) * k + i;
+      EXPECT_EQ(rs[at], static_cast<int32_t>(nn * at) + n * (n - 1) / 2);
+    }
+  });
+}
+
 std::string world_name(const ::testing::TestParamInfo<int>& i) {
   std::string name = "n";
   return name += std::to_string(i.param);
