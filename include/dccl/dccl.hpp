@@ -3,6 +3,9 @@
 // the source) of int8..uint64, float, double, dccl::half or dccl::bfloat16, plus
 // untyped overloads (pointers, count, dcclDataType_t) for everything else.
 #pragma once
+#if __cplusplus < 202002L
+#error "dccl/dccl.hpp needs C++20 (-std=c++20 or later); the C API, dccl/dccl.h, builds as C99 or C++11 and later"
+#endif
 #include <cstdint>
 #include <cstring>
 #include <ranges>
