@@ -40,19 +40,13 @@ FabricTransport::FabricTransport(const TransportOptions& o) : LinkTransport(o) {
   }
 
   std::string why;
-  std::string why_not;
   if (!forced_.empty() && !trusted(forced_)) {
-    provider_trusted(forced_, &why_not);
-    // A name no provider here answers to (a typo) is that, not a question of trust.
-    const std::vector<std::string> avail = forced_ != kTcpProvider ? available_providers() : std::vector<std::string>{};
-    if (forced_ != kTcpProvider && std::find(avail.begin(), avail.end(), forced_) == avail.end())
-      unavailable("DCCL_PROVIDER " + forced_ + " names no libfabric provider on this machine");
-    if (forced_ != kTcpProvider)
-      core::raise(dcclInvalidUsage,
-                  core::describe(o.rank, "transport",
-                                 "DCCL_PROVIDER " + forced_ + " is not trusted (" + why_not +
-                                     "): set DCCL_TRUST_NETWORK=1 where only the job can reach the network, or "
-                                     "DCCL_PROVIDER=tcp for DirectCCL's authenticated sockets"));
+    if (forced_ != kTcpProvider) {
+      bool missing = false;
+      const std::string refusal = forced_provider_refusal("DCCL_PROVIDER", forced_, false, &missing);
+      if (missing) unavailable(refusal);
+      core::raise(dcclInvalidUsage, core::describe(o.rank, "transport", refusal));
+    }
     // Forced tcp on an untrusted network: every pair, this rank with itself included,
     // over the socket path; no libfabric endpoint at all.
     if (!publish_rails(&why)) unavailable("provider '" + forced_ + "' is unavailable: " + why);

@@ -30,21 +30,14 @@ bool trust_network() {
   }
 }
 
-// As the transport decides at init (net/transport_open.cc): a name no libfabric
-// provider here answers to, or one that is not trusted on an untrusted network.
+// As the transport decides at init (net::forced_provider_refusal).
 std::string provider_refusal(const char* source, const std::string& given) {
   using namespace dccl::net;
   const std::string p = canonical_provider(given);
   if (p.empty() || p == kTcpProvider) return "";
-  const std::vector<std::string> avail = available_providers();
-  if (std::find(avail.begin(), avail.end(), p) == avail.end())
-    return std::string(source) + "=" + given + " names no libfabric provider on this machine; available RDM providers: " +
-           join(avail);
-  std::string why;
-  if (!trust_network() && !provider_trusted(p, &why))
-    return std::string(source) + "=" + given + " is not trusted (" + why +
-           "): set DCCL_TRUST_NETWORK=1 where only the job can reach the network, or DCCL_PROVIDER=tcp";
-  return "";
+  bool missing = false;
+  const std::string why = forced_provider_refusal(source, p, trust_network(), &missing);
+  return missing ? why + "; available RDM providers: " + join(available_providers()) : why;
 }
 
 // The rails tcp;ofi_rxm opens or publishes: a named interface it does not offer fails

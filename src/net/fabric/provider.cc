@@ -101,6 +101,21 @@ bool provider_trusted(const std::string& prov, std::string* why) {
   return false;
 }
 
+std::string forced_provider_refusal(const char* source, const std::string& prov, bool trust, bool* missing) {
+  *missing = false;
+  // A name no provider here answers to (a typo) is that, not a question of trust.
+  const std::vector<std::string> avail = available_providers();
+  if (std::find(avail.begin(), avail.end(), prov) == avail.end()) {
+    *missing = true;
+    return std::string(source) + " " + prov + " names no libfabric provider on this machine";
+  }
+  std::string why;
+  if (trust || provider_trusted(prov, &why)) return "";
+  return std::string(source) + " " + prov + " is not trusted (" + why +
+         "): set DCCL_TRUST_NETWORK=1 where only the job can reach the network, or DCCL_PROVIDER=tcp for "
+         "DirectCCL's authenticated sockets";
+}
+
 std::string set_provider_defaults(uint64_t rxm_eager_bytes) {
   static std::once_flag once;
   std::call_once(once, [&] {

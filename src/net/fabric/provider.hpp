@@ -56,6 +56,12 @@ std::string set_provider_defaults(uint64_t rxm_eager_bytes);
 
 std::vector<std::string> available_providers();
 
+// Why init refuses `source`=`prov` (canonical; not tcp;ofi_rxm, which falls back to the
+// socket path): no provider here answers to the name (*missing set: dcclUnavailable),
+// or it is not trusted on an untrusted network (`trust`: DCCL_TRUST_NETWORK;
+// dcclInvalidUsage). "" when it may be opened. Init and dccl-info ask the same.
+std::string forced_provider_refusal(const char* source, const std::string& prov, bool trust, bool* missing);
+
 struct ProviderInfo {
   InfoPtr info;          // the one fi_info to open (a copy owned by us)
   bool mr_local = false; // the provider requires registered buffers (FI_MR_LOCAL)
