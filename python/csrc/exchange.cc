@@ -3,6 +3,7 @@
 // Every wait on the store is bounded by the group's timeout.
 #include "process_group.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -96,10 +97,15 @@ void ProcessGroupDCCL::monitoredBarrier(const c10d::BarrierOptions& opts, bool w
   // lets the others go (or tells them who failed).
   store_->set(base + std::to_string(rank_), std::vector<uint8_t>{1});
   if (rank_ != 0) {
+    // Rank 0's verdict comes about `timeout` after rank 0 arrived, which may be later
+    // than this rank: past the timeout, wait a grace (up to another timeout, at most
+    // 5 s) for it, so that every rank names the same missing ranks.
+    const auto grace = std::min(timeout, std::chrono::milliseconds(5000));
     try {
-      store_->wait({base + "done"}, timeout);
+      store_->wait({base + "done"}, timeout + grace);
     } catch (const std::exception&) {
-      fail(rank_, size_, op, "rank 0 did not release the barrier within " + std::to_string(timeout.count()) + " ms");
+      fail(rank_, size_, op, "rank 0 did not release the barrier within " + std::to_string((timeout + grace).count()) +
+                                 " ms (the timeout and a grace for rank 0's verdict)");
     }
     const auto v = store_->get(base + "done");
     if (!v.empty() && v[0] != 'o') fail(rank_, size_, op, std::string(v.begin(), v.end()));

@@ -190,7 +190,16 @@ void execute(ExecutorInputs& res, std::span<const Op> ops) {
     rec.done();
   }
   for (size_t i = 0; i < p2p.size(); ++i) {
-    pctx[i]->wait(xfers[i]);
+    try {
+      pctx[i]->wait(xfers[i]);
+    } catch (const core::Error& e) {
+      if (e.code() != dcclTimeout || !p2p[i]->is_send) throw;
+      // Above the eager size a send completes only once the peer's receive is posted.
+      throw core::Error(e.code(), std::string(e.what()) + "; rank " + std::to_string(p2p[i]->peer) +
+                                      " did not post the matching receive: it may not call it, or it may be queued "
+                                      "behind a send of its own (a pair's sends and receives that must meet go in "
+                                      "one group)");
+    }
     count_op(res);
   }
   if (p2p_rec) p2p_rec->done();

@@ -24,6 +24,9 @@
 //                                 rank naming DCCL_CHECK
 //   misuse_check ifname           DCCL_SOCKET_IFNAME names no interface: init fails
 //                                 naming it
+//   misuse_check p2p-crossed      both ranks send 1 MiB to each other outside a group
+//                                 before receiving: the sends time out naming the
+//                                 receive the peer did not post
 //   misuse_check p2p-size         rank 0 sends, rank 1 receives another count (one
 //                                 message part and several, longer and shorter, and
 //                                 the first part alike): the receive fails at once
@@ -299,6 +302,21 @@ int p2p_size_case() {
   return bad;
 }
 
+// Both ranks send 1 MiB to each other before receiving, outside a group: neither
+// send can complete; each times out naming the receive its peer did not post.
+int p2p_crossed_case() {
+  dcclComm_t c = init();
+  const int peer = 1 - g_rank;
+  std::vector<float> out(1 << 18, 1.0f), in(1 << 18);
+  const dcclResult_t rc = dcclSend(out.data(), out.size(), dcclFloat32, peer, c, nullptr);
+  const char* msg = rc == dcclSuccess ? "" : dcclGetLastError(c);
+  int bad = expect(rc == dcclTimeout && has(msg, "did not post the matching receive") && has(msg, "one group"),
+                   "crossed sends time out naming the missing receive", msg);
+  if (rc == dcclSuccess) dcclRecv(in.data(), in.size(), dcclFloat32, peer, c, nullptr);
+  dcclCommDestroy(c);
+  return bad;
+}
+
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   const char* r = std::getenv("DCCL_RANK");
@@ -311,6 +329,7 @@ int main(int argc, char** argv) {
   if (mode == "contract") return contract_case();
   if (mode == "split-destroy") return split_destroy_case();
   if (mode == "p2p-size") return p2p_size_case();
+  if (mode == "p2p-crossed") return p2p_crossed_case();
   if (mode == "check-one") {
     if (g_rank == 1) setenv("DCCL_CHECK", "1", 1);
     return init_fails("DCCL_CHECK", "init with DCCL_CHECK on rank 1 only");
@@ -321,6 +340,6 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr,
                "usage: misuse_check seg-count all_reduce|all_gather|reduce_scatter | seg-type [small] | seg-op [small] | fork | threads | "
-               "contract | split-destroy | check-one | ifname | p2p-size\n");
+               "contract | split-destroy | check-one | ifname | p2p-size | p2p-crossed\n");
   return 2;
 }

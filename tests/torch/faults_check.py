@@ -14,6 +14,8 @@ communicator does not hide the next check:
     later wait() still gets the result once the late rank has joined;
   - dropping a group with an operation pending and a Python callback on its
     Future neither deadlocks nor loses the callback;
+  - torch_dccl.monitored_barrier with a late rank: every rank that came names
+    it, one that came before rank 0 included;
   - a killed rank (SIGKILL): the others' next all_reduce raises within the
     timeout, naming rank and operation; they then leave cleanly.
 The launcher passes when the last rank died of SIGKILL and every other rank
@@ -50,7 +52,7 @@ def run_rank(rank, n, port):
     import torch
     import torch.distributed as dist
 
-    import torch_dccl  # noqa: F401
+    import torch_dccl
     from reference import Checker
 
     sec = lambda s: datetime.timedelta(seconds=s)  # noqa: E731
@@ -115,6 +117,17 @@ def run_rank(rank, n, port):
     c.true(f"group dropped with a pending callback in {took:.2f} s", took < 10)
     c.true("its callback ran with the sum", ran == [4.0 * n * (n + 1) / 2])
     del fut
+    dist.barrier()
+
+    # monitored_barrier with a late rank: every rank that came names it, rank 1 too,
+    # which arrives before rank 0 and so would time out before rank 0's verdict.
+    g = dist.new_group(backend="dccl", timeout=sec(20))
+    if rank == last:
+        time.sleep(2.5)
+    else:
+        time.sleep(0.5 if rank == 0 else 0.0)
+        timed_error(c, "monitored_barrier with a late rank", lambda: torch_dccl.monitored_barrier(
+            group=g, timeout=sec(1), wait_all_ranks=True), 1.5 + SLACK_S, f"rank {last} did not reach the barrier")
     dist.barrier()
 
     # A killed rank: the world group's next operation fails on the others.
