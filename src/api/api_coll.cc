@@ -77,7 +77,11 @@ struct Check {
   // sendbuff at `in_place`. Any other overlap would read what the call already wrote.
   void overlap(const void* send, size_t sbytes, const void* recv, size_t rbytes, uintptr_t in_place) const {
     const auto s = reinterpret_cast<uintptr_t>(send), r = reinterpret_cast<uintptr_t>(recv);
-    if (!send || !recv || !sbytes || !rbytes || s == in_place || s >= r + rbytes || r >= s + sbytes) return;
+    if (s == in_place || s >= r + rbytes || r >= s + sbytes || !send || !recv || !sbytes || !rbytes) return;
+    overlap_refused(s, sbytes, r, rbytes, in_place);
+  }
+  [[gnu::cold, noreturn]] void overlap_refused(uintptr_t s, size_t sbytes, uintptr_t r, size_t rbytes,
+                                               uintptr_t in_place) const {
     const bool after = s >= r;
     bad("sendbuff (" + std::to_string(sbytes) + " bytes) and recvbuff (" + std::to_string(rbytes) +
         " bytes) overlap, sendbuff " + std::to_string(after ? s - r : r - s) + " bytes " +

@@ -104,11 +104,14 @@ void Communicator::run_ticket(uint64_t ticket, std::span<const sched::Op> ops) {
     }
   }
   // The refused call by name ("all_reduce #4"), or "submit" for an empty one.
-  const std::string what = ops.empty() ? std::string("submit")
-                                       : std::string(tune::coll_name(ops[0].coll)) + " #" + std::to_string(ops[0].seq);
-  if (aborted_.load()) raise(dcclInvalidUsage, describe(state_.rank, what, "communicator was aborted"));
+  // Spelled out only when refused: building it costs more than a small call's own work.
+  auto what = [&] {
+    return ops.empty() ? std::string("submit")
+                       : std::string(tune::coll_name(ops[0].coll)) + " #" + std::to_string(ops[0].seq);
+  };
+  if (aborted_.load()) raise(dcclInvalidUsage, describe(state_.rank, what(), "communicator was aborted"));
   if (async_code_.load() != dcclSuccess)
-    raise(async_code_.load(), describe(state_.rank, what, "communicator failed earlier: " + async_error_text()));
+    raise(async_code_.load(), describe(state_.rank, what(), "communicator failed earlier: " + async_error_text()));
   try {
     sched::execute(res_, ops);
   } catch (const Error& e) {
