@@ -311,7 +311,10 @@ void Endpoint::complete_locked(MsgOp* op, size_t len, int err, const std::string
   // receive takes up to its length (Request::up_to).
   const bool short_ok = op->req && op->req->up_to && len < op->len;
   const bool sized = op->first && has_size_mark(op->tag);
-  if (sized && op->req && (err == FI_ETRUNC || (!err && (len != op->len || ((tag ^ op->tag) & kSizeMarkBits))))) {
+  // The completion carries the sender's tag; its size mark counts only where the rest
+  // of it is this receive's (a provider that left the field empty says nothing).
+  const bool other_size = ((tag ^ op->tag) & ~(kSizeMarkBits | kLengthMarkBits)) == 0 && ((tag ^ op->tag) & kSizeMarkBits);
+  if (sized && op->req && (err == FI_ETRUNC || (!err && (len != op->len || other_size)))) {
     // The sender's message for this send/recv receive has another length.
     const size_t whole = op->req->len;
     const std::string where = op->len == whole ? "" : " in the first part of this " + std::to_string(whole) + "-byte receive";
