@@ -313,8 +313,12 @@ void Endpoint::complete_locked(MsgOp* op, size_t len, int err, const std::string
   const bool sized = op->first && has_size_mark(op->tag);
   // The completion carries the sender's tag; its size mark counts only where the rest
   // of it is this receive's (a provider that left the field empty says nothing).
-  const bool other_size = ((tag ^ op->tag) & ~(kSizeMarkBits | kLengthMarkBits)) == 0 && ((tag ^ op->tag) & kSizeMarkBits);
-  if (sized && op->req && (err == FI_ETRUNC || (!err && (len != op->len || other_size)))) {
+  // Looked at for a send/recv receive's first part only, not on every completion.
+  auto other_size = [&] {
+    const uint64_t diff = tag ^ op->tag;
+    return (diff & ~(kSizeMarkBits | kLengthMarkBits)) == 0 && (diff & kSizeMarkBits) != 0;
+  };
+  if (sized && op->req && (err == FI_ETRUNC || (!err && (len != op->len || other_size())))) {
     // The sender's message for this send/recv receive has another length.
     const size_t whole = op->req->len;
     const std::string where = op->len == whole ? "" : " in the first part of this " + std::to_string(whole) + "-byte receive";
