@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # dccl-info --dmabuf-check on sim memory (the sim backend emulates dma-buf export,
 # so every layer runs here): one line per layer with its verdict, the JSON file,
-# export disabled (FAIL verdicts in the JSON, still exit 0), bad options (exit 2), and the cuda
+# export disabled (FAIL verdicts in the JSON, still exit 0), bad options (exit 2), a provider
+# init refuses (exit 1), and the cuda
 # probe's exit (0 with the layers where a GPU is, else 1 with the reason).
 # Also dccl-relay's JSON: the keys a script parses, and the fields added since.
 # Usage: dmabuf_check.sh BUILD_DIR
@@ -50,6 +51,13 @@ assert l["trial registration"]["detail"] == "nothing was exported", l
 check "an unknown memory kind is a usage error (2)" test $rc -eq 2
 "$INFO" --dmabuf-check --mem > "$T/bad2" 2>&1; rc=$?
 check "--mem without a value is a usage error (2)" test $rc -eq 2
+
+# A provider init refuses is refused here too (it probed shm and tcp instead for "auto").
+DCCL_PROVIDER=auto "$INFO" --dmabuf-check --mem sim > "$T/auto" 2> "$T/auto.err"; rc=$?
+check "a provider init refuses: exit 1" test $rc -eq 1
+check "a provider init refuses: named, with the providers offered" has "$T/auto.err" "DCCL_PROVIDER auto names no libfabric provider on this machine; available RDM providers: .*shm"
+DCCL_PROVIDER=shm "$INFO" --dmabuf-check --mem sim > "$T/shm" 2>&1; rc=$?
+check "DCCL_PROVIDER=shm: the trial registration is on shm" has "$T/shm" "^\[pass\] trial registration: .* on a shm domain"
 
 "$INFO" --dmabuf-check --mem cuda > "$T/cuda" 2> "$T/cuda.err"; rc=$?
 if [ $rc -eq 0 ]; then

@@ -252,9 +252,16 @@ int dmabuf_check(int argc, char** argv) {
     fprintf(stderr, "dccl-info --dmabuf-check: --mem must be cuda or sim, not '%s'\n", mem.c_str());
     return 2;
   }
-  std::vector<std::string> providers;
+  // The provider init would open, refused as init refuses it (e.g. a name no
+  // provider here has): a probe on another one would not say what a job gets.
   const std::string& configured = dccl::core::config().provider;
-  if (configured.empty() || configured == "auto") providers = {"shm", "tcp"};
+  const char* source = dccl::core::env_text("DCCL_PROVIDER").empty() ? "FI_PROVIDER" : "DCCL_PROVIDER";
+  if (std::string why = init_refusal(source, configured.c_str()); !configured.empty() && !why.empty()) {
+    fprintf(stderr, "dccl-info --dmabuf-check: %s (dcclCommInit* would fail with it)\n", why.c_str());
+    return 1;
+  }
+  std::vector<std::string> providers;
+  if (configured.empty()) providers = {"shm", "tcp"};
   else providers = {configured};
   std::vector<dccl::mem::ProbeLayer> layers;
   std::string why;
