@@ -216,6 +216,15 @@ class Communicator {
   uint64_t turn_ = 0;          // submission allowed to run now
   std::vector<uint64_t> skipped_;  // tickets that left before their turn: the turn passes them
   uint64_t inside_ = 0;        // tickets taken, neither cancelled nor out of run_ticket yet
+  uint64_t order_waiters_ = 0;  // threads in wait_order(): leave() notifies only when there are some
+  // A wait on order_cv_ (order_mu_ held by lk), counted in order_waiters_.
+  template <class Pred>
+  bool wait_order(std::unique_lock<std::mutex>& lk, TimePoint until, Pred ready) {
+    ++order_waiters_;
+    const bool ok = order_cv_.wait_until(lk, until, ready);
+    --order_waiters_;
+    return ok;
+  }
   std::span<const sched::Op> running_;  // the submission holding the turn
   uint64_t refused_ = 0;       // calls refused while waiting for their turn at quiesce()
   bool closing_ = false;       // quiesce() began: waiting calls are refused

@@ -88,7 +88,7 @@ void Communicator::run_ticket(uint64_t ticket, std::span<const sched::Op> ops) {
       leave.armed = true;
     }
     auto ready = [&] { return turn_ == ticket || aborted_.load() || closing_; };
-    bool ok = ready() || order_cv_.wait_until(lk, deadline, ready);
+    bool ok = ready() || wait_order(lk, deadline, ready);
     if (closing_) {
       ++refused_;
       raise(dcclInvalidUsage, describe(state_.rank, what_of(ops), std::string("refused: ") +
@@ -161,7 +161,7 @@ void Communicator::leave(uint64_t ticket) {
     skipped_.push_back(ticket);  // left before its turn (refused, aborted, timed out)
   }
   --inside_;
-  order_cv_.notify_all();
+  if (order_waiters_ > 0) order_cv_.notify_all();  // under the lock: no wait begins unseen
 }
 
 void Communicator::submit(std::vector<sched::Op> ops, sched::Stream* stream) {
@@ -225,14 +225,14 @@ bool Communicator::quiesce() {
   // past that it is aborted, which stops its waits at once.
   const auto bound = std::chrono::milliseconds(cfg_.timeout_ms);
   auto idle = [&] { return inside_ == 0; };
-  if (first && !order_cv_.wait_for(lk, bound, idle)) {
+  if (first && !wait_order(lk, std::chrono::steady_clock::now() + bound, idle)) {
     std::string what = running_.empty() ? "an operation" : what_of(running_);
     lk.unlock();
     stop(describe(state_.rank, fn, what + " was still running " + core::timeout_text(cfg_) + " after " + fn +
                                  " began: aborted it"));
     lk.lock();
   }
-  if (!order_cv_.wait_for(lk, bound, idle)) return false;
+  if (!wait_order(lk, std::chrono::steady_clock::now() + bound, idle)) return false;
   // The thread of a call that just ended leaves its scope (CallScope) after its
   // operation: until it gave the flag back it may still touch the communicator.
   for (const auto until = std::chrono::steady_clock::now() + bound; caller_.load(std::memory_order_acquire);) {
@@ -263,7 +263,8 @@ void Communicator::finalize() {
                                                               : "the communicator is being destroyed"));
     finalizing_ = true;
     // Queued stream work counts as inside: it runs to its end, unlike at destroy.
-    if (!order_cv_.wait_for(lk, std::chrono::milliseconds(cfg_.timeout_ms), [&] { return inside_ == 0; })) {
+    if (!wait_order(lk, std::chrono::steady_clock::now() + std::chrono::milliseconds(cfg_.timeout_ms),
+                    [&] { return inside_ == 0; })) {
       const std::string what = running_.empty() ? "queued operations" : what_of(running_);
       raise(dcclTimeout, describe(state_.rank, fn, what + " did not finish within " + core::timeout_text(cfg_)));
     }
