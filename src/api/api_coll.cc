@@ -39,8 +39,9 @@ struct Check {
   }
   // `mult` elements of `count` are touched; catches negative values cast to size_t.
   void count(size_t count, dcclDataType_t t, size_t mult, const char* name) const {
-    const size_t limit = (size_t{1} << 60) / core::dtype_size(t) / (mult ? mult : 1);
-    if (count > limit)
+    // count > 2^60 / size / mult, without the divisions (the same bound for whole counts).
+    using Wide = unsigned __int128;
+    if (static_cast<Wide>(count) * core::dtype_size(t) * (mult ? mult : 1) > (Wide{1} << 60))
       bad(std::string(name) + " " + std::to_string(count) +
           " is too large (negative value or byte size overflows)");
   }

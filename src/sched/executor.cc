@@ -32,7 +32,11 @@ size_t tuning_bytes(const Op& op, int n) {
 
 coll::CallContextInit base_init(ExecutorInputs& res, const Op& op, coll::Label&& name) {
   coll::CallContextInit in;
-  mem::PathSel sel = res.paths->select(op.send, op.recv, [&] { return name.str(); }, op.backend);
+  mem::PathSel sel;
+  if (op.backend && op.backend->kind() == mem::Kind::Host)
+    sel.backend = op.backend;  // host memory, as the call's checks found: the transport's own path
+  else
+    sel = res.paths->select(op.send, op.recv, [&] { return name.str(); }, op.backend);
   in.path = sel.path;
   if (core::RecEntry* e = core::Recorder::current()) e->path = !sel.path ? "host" : sel.direct ? "direct" : "staged";
   if (!sel.path) {  // host memory: the transport reads and writes the user's buffers
@@ -113,11 +117,67 @@ struct Recording {
 };
 }  // namespace
 
+namespace {
+// One collective of a submission (not a send/recv).
+void run_collective(ExecutorInputs& res, const Op& op) {
+  Recording rec(res.rec, op, tune::coll_name(op.coll), op.count);
+  if (res.check) check_signature(res, op);
+  // Device memory cannot go through the host segment: the table says which can.
+  const void* any = op.send ? op.send : op.recv;
+  const bool device = any && (op.backend ? *op.backend : mem::backend_of(any)).kind() != mem::Kind::Host;
+  tune::Choice ch = res.tuner->choose(op.coll, tuning_bytes(op, res.comm->nranks), res.comm->nranks, device);
+  if (rec.e) rec.e->algo = ch.entry->hier ? "hier" : tune::algo_name(ch.algo);
+  // A PreMulSum sums scaled copies; `pre` keeps them until the operation ends.
+  std::unique_ptr<coll::CallContext> pre;
+  const void* send = op.send;
+  if (op.premul) {
+    coll::Label pname;
+    pname.text = std::string(tune::coll_name(op.coll)) + " #" + std::to_string(op.seq) + " (premulsum input)";
+    pre = std::make_unique<coll::CallContext>(base_init(res, op, std::move(pname)));
+    send = premul_input(*pre, op, res.comm->nranks, res.comm->timeout_ms);
+  }
+  if (ch.entry->hier) {
+    if (!res.levels) core::raise(dcclInternalError, std::string("no sub-communicators for hierarchical ") + tune::coll_name(op.coll));
+    DCCL_TRACE("%s #%llu hier: %zu x %s", tune::coll_name(op.coll), static_cast<unsigned long long>(op.seq), op.count,
+               core::dtype_name(op.dt));
+    try {
+      ch.entry->hier(*res.levels, coll::SubOp{sub_coll(op.coll), send, op.recv, op.count, op.dt, op.op, op.root});
+    } catch (const core::Error& e) {
+      if (rec.e) rec.e->error = e.code();
+      throw core::Error(e.code(), core::describe(res.comm->rank, std::string(tune::coll_name(op.coll)) + " #" +
+                                                               std::to_string(op.seq) + " (hier)",
+                                                 e.what()));
+    }
+    count_op(res);
+    rec.done();
+    return;
+  }
+  coll::Label name;
+  name.coll = tune::coll_name(op.coll);
+  name.seq = op.seq;
+  name.count = op.count;
+  name.dt = op.dt;
+  name.algo = tune::algo_name(ch.algo);
+  coll::CallContextInit in = base_init(res, op, std::move(name));
+  in.chunk_bytes = ch.chunk_bytes;
+  DCCL_TRACE("%s start", in.name.str().c_str());
+  coll::CallContext ctx(std::move(in));
+  coll::Args args{send, op.recv, op.count, op.root};
+  ch.entry->flat(ctx, args);
+  count_op(res);
+  rec.done();
+}
+}  // namespace
+
 void execute(ExecutorInputs& res, std::span<const Op> ops) {
   // Beside busy processes a large call runs best unbound (core/affinity.hpp).
   size_t bytes = 0;
   for (const Op& op : ops) bytes += op.count * core::dtype_size(op.dt);
   core::Affinity::before_call(bytes, res.comm->busy_widen_bytes);
+  if (ops.size() == 1 && ops[0].coll != Coll::SendRecv) {  // one collective: no group to post
+    run_collective(res, ops[0]);
+    return;
+  }
   // Point-to-point calls of the group are posted together, so that matching
   // send/recv pairs between two ranks can never wait on each other.
   std::vector<const Op*> p2p;
@@ -140,55 +200,8 @@ void execute(ExecutorInputs& res, std::span<const Op> ops) {
     else
       pctx[i]->recv_tagged(op.peer, op.recv, bytes, tag, xfers[i]);
   }
-  for (const Op& op : ops) {
-    if (op.coll == Coll::SendRecv) continue;
-    Recording rec(res.rec, op, tune::coll_name(op.coll), op.count);
-    if (res.check) check_signature(res, op);
-    // Device memory cannot go through the host segment: the table says which can.
-    const void* any = op.send ? op.send : op.recv;
-    const bool device = any && (op.backend ? *op.backend : mem::backend_of(any)).kind() != mem::Kind::Host;
-    tune::Choice ch = res.tuner->choose(op.coll, tuning_bytes(op, res.comm->nranks), res.comm->nranks, device);
-    if (rec.e) rec.e->algo = ch.entry->hier ? "hier" : tune::algo_name(ch.algo);
-    // A PreMulSum sums scaled copies; `pre` keeps them until the operation ends.
-    std::unique_ptr<coll::CallContext> pre;
-    const void* send = op.send;
-    if (op.premul) {
-      coll::Label pname;
-      pname.text = std::string(tune::coll_name(op.coll)) + " #" + std::to_string(op.seq) + " (premulsum input)";
-      pre = std::make_unique<coll::CallContext>(base_init(res, op, std::move(pname)));
-      send = premul_input(*pre, op, res.comm->nranks, res.comm->timeout_ms);
-    }
-    if (ch.entry->hier) {
-      if (!res.levels) core::raise(dcclInternalError, std::string("no sub-communicators for hierarchical ") + tune::coll_name(op.coll));
-      DCCL_TRACE("%s #%llu hier: %zu x %s", tune::coll_name(op.coll), static_cast<unsigned long long>(op.seq), op.count,
-                 core::dtype_name(op.dt));
-      try {
-        ch.entry->hier(*res.levels, coll::SubOp{sub_coll(op.coll), send, op.recv, op.count, op.dt, op.op, op.root});
-      } catch (const core::Error& e) {
-        if (rec.e) rec.e->error = e.code();
-        throw core::Error(e.code(), core::describe(res.comm->rank, std::string(tune::coll_name(op.coll)) + " #" +
-                                                                 std::to_string(op.seq) + " (hier)",
-                                                   e.what()));
-      }
-      count_op(res);
-      rec.done();
-      continue;
-    }
-    coll::Label name;
-    name.coll = tune::coll_name(op.coll);
-    name.seq = op.seq;
-    name.count = op.count;
-    name.dt = op.dt;
-    name.algo = tune::algo_name(ch.algo);
-    coll::CallContextInit in = base_init(res, op, std::move(name));
-    in.chunk_bytes = ch.chunk_bytes;
-    DCCL_TRACE("%s start", in.name.str().c_str());
-    coll::CallContext ctx(std::move(in));
-    coll::Args args{send, op.recv, op.count, op.root};
-    ch.entry->flat(ctx, args);
-    count_op(res);
-    rec.done();
-  }
+  for (const Op& op : ops)
+    if (op.coll != Coll::SendRecv) run_collective(res, op);
   for (size_t i = 0; i < p2p.size(); ++i) {
     try {
       pctx[i]->wait(xfers[i]);
