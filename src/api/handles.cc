@@ -51,7 +51,9 @@ namespace {
 // g_mu held. Adopts the communicator of a finished, successful init.
 dcclResult_t settle(dcclComm* c, std::string* text) {
   if (!c->pending) return dcclSuccess;
-  PendingInit& p = *c->pending;
+  // Kept alive past the lock's end: adopting the communicator drops c->pending.
+  const std::shared_ptr<PendingInit> hold = c->pending;
+  PendingInit& p = *hold;
   std::lock_guard<std::mutex> lk(p.mu);
   if (!p.done) return dcclInProgress;
   if (p.rc != dcclSuccess) {

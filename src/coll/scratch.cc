@@ -21,7 +21,7 @@ void* ScratchPool::take(size_t bytes) {
     size_t size = need > peak_ ? need : peak_;
     size = whole_pages(size);
     blocks_.push_back({backend_.alloc(size), size});
-    ++allocations_;
+    allocations_.fetch_add(1, std::memory_order_relaxed);
     used_ = 0;
   }
   void* p = static_cast<char*>(blocks_.back().base) + used_;
@@ -44,7 +44,7 @@ void ScratchPool::reset() {
     blocks_.clear();
     size_t size = whole_pages(peak_);
     blocks_.push_back({backend_.alloc(size), size});
-    ++allocations_;
+    allocations_.fetch_add(1, std::memory_order_relaxed);
   }
   if (++window_ops_ == kWindow) {
     // A transient large operation does not keep its memory for good. Compared in

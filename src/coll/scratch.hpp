@@ -3,6 +3,7 @@
 // kWindow operations in a row used less than half of it, it is returned (device
 // memory too) and the next operation allocates what those needed.
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -24,7 +25,8 @@ class ScratchPool {
   void* take(size_t bytes);
   // Ends an operation; merges blocks so the next operation of that size needs one.
   void reset();
-  uint64_t allocations() const { return allocations_; }
+  // Read from other threads (counters), written by the pool's.
+  uint64_t allocations() const { return allocations_.load(std::memory_order_relaxed); }
   size_t held_bytes() const;  // allocated now
   static constexpr int kWindow = 16;
   mem::Backend& backend() { return backend_; }
@@ -41,7 +43,7 @@ class ScratchPool {
   size_t peak_ = 0;
   size_t recent_ = 0;   // most bytes one operation took in the current window
   int window_ops_ = 0;  // operations in the current window
-  uint64_t allocations_ = 0;
+  std::atomic<uint64_t> allocations_{0};
 };
 
 }  // namespace dccl::coll

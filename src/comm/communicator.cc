@@ -104,8 +104,8 @@ dcclStats_t Communicator::stats() const {
     s.regCacheHits += c.hits;
     s.regCacheMisses += c.misses;
   }
-  for (const auto& p : res_.scratch)
-    if (p) s.allocations += p->allocations();
+  for (const auto& made : res_.scratch_made)  // read while calls run (the status publisher)
+    if (const coll::ScratchPool* p = made.load(std::memory_order_acquire)) s.allocations += p->allocations();
   if (levels_) levels_->add_stats(&s);
   return s;
 }

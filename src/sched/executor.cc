@@ -94,7 +94,10 @@ coll::SubColl sub_coll(tune::Coll c) {
 
 coll::ScratchPool& ExecutorInputs::scratch_for(mem::Backend& be) {
   auto& p = scratch[static_cast<int>(be.kind())];
-  if (!p) p = std::make_unique<coll::ScratchPool>(be);
+  if (!p) {
+    p = std::make_unique<coll::ScratchPool>(be);
+    scratch_made[static_cast<int>(be.kind())].store(p.get(), std::memory_order_release);
+  }
   return *p;
 }
 

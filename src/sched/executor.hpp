@@ -1,6 +1,7 @@
 // Runs queued operations on a communicator's resources: picks the algorithm, builds
 // the algorithm's context and drives it to completion.
 #pragma once
+#include <atomic>
 #include <memory>
 #include <span>
 #include <vector>
@@ -28,6 +29,9 @@ struct ExecutorInputs {
   // Scratch per memory kind (host, sim, cuda), made on first use and kept.
   std::unique_ptr<coll::ScratchPool> scratch[3];
   coll::ScratchPool& scratch_for(mem::Backend& be);
+  // The pools made so far, for readers on other threads (the status publisher's
+  // counters): published once made, never replaced.
+  std::atomic<const coll::ScratchPool*> scratch_made[3] = {};
   // The running submission's deadline: every wait of the call ends by it.
   std::chrono::steady_clock::time_point deadline{};
   bool check = false;  // DCCL_CHECK
