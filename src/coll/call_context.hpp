@@ -29,8 +29,9 @@ using mem::Xfer;
 class ScratchPool;
 
 // The one tag layout ([63:58] are the transport's length mark, net/transport.hpp).
-// [57:56] kind. Collectives: [55:48] the call's mark (sched::call_mark: a hash of
-// collective, count, datatype, op, root), [47:24] operation sequence, [23:0] step.
+// [57:56] kind. Collectives: [55:40] the call's mark (sched::call_mark: a 16-bit hash
+// of collective, count, datatype, op, root), [39:24] operation sequence (wrapping;
+// a call's messages are all taken before it ends), [23:0] step.
 // Checks: [55:24] operation sequence, [23:0] step. Send/recv: [55:32] sender rank,
 // [31:24] the message's size mark (net::size_mark, or'ed in where the length is
 // known), [23:0] the pair's count of messages from the sender, wrapping (tags are
@@ -40,8 +41,8 @@ inline uint64_t make_tag(TagKind k, uint64_t seq, uint32_t step) {
   return (static_cast<uint64_t>(k) << 56) | ((seq & 0xffffffffULL) << 24) | (step & 0xffffffu);
 }
 inline uint64_t make_coll_tag(uint64_t seq, uint32_t mark, uint32_t step) {
-  return (static_cast<uint64_t>(TagKind::Coll) << 56) | (static_cast<uint64_t>(mark & 0xff) << 48) |
-         ((seq & 0xffffffULL) << 24) | (step & 0xffffffu);
+  return (static_cast<uint64_t>(TagKind::Coll) << 56) | (static_cast<uint64_t>(mark & 0xffff) << 40) |
+         ((seq & 0xffffULL) << 24) | (step & 0xffffffu);
 }
 inline uint64_t make_p2p_tag(int sender, uint64_t count) {
   return (static_cast<uint64_t>(TagKind::P2P) << 56) | (static_cast<uint64_t>(sender & 0xffffff) << 32) |

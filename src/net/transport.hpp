@@ -27,10 +27,10 @@ inline uint64_t length_mark(size_t len) {
   return ((static_cast<uint64_t>(len) * 0x9E3779B97F4A7C15ULL) >> 58) << 58;
 }
 
-// Collective tags (bits [57:56] = 01) carry a hash of their call in [55:48]
+// Collective tags (bits [57:56] = 01) carry a hash of their call in [55:40]
 // (coll::make_coll_tag): ranks whose calls differ never pair. A receive that timed
 // out peeks ignoring these bits too, and says that the calls differ.
-inline constexpr uint64_t kCallMarkBits = 0xffULL << 48;
+inline constexpr uint64_t kCallMarkBits = 0xffffULL << 40;
 inline bool has_call_mark(uint64_t tag) { return ((tag >> 56) & 3) == 1; }
 
 // Send/recv tags (bits [57:56] = 10) carry a hash of the whole message's length in

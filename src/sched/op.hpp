@@ -38,9 +38,10 @@ struct Op {
 };
 
 // A hash of what must agree between ranks for a collective to pair (collective,
-// count, datatype, and op and root where they matter), 8 bits: carried in every
+// count, datatype, and op and root where they matter), 16 bits: carried in every
 // message tag of the operation (coll::make_coll_tag), so that ranks whose calls
-// differ never pair their messages (255 in 256 such differences).
+// differ never pair their messages (65,535 in 65,536 such differences; with 8
+// bits, 1 count in 256 let a float32 call pair with an int32 one of that count).
 inline uint32_t call_mark(const Op& op) {
   const bool reducing = op.coll == tune::Coll::AllReduce || op.coll == tune::Coll::Reduce ||
                         op.coll == tune::Coll::ReduceScatter;
@@ -53,7 +54,7 @@ inline uint32_t call_mark(const Op& op) {
   }
   if (reducing) mix(static_cast<uint64_t>(op.op));
   if (rooted) mix(static_cast<uint64_t>(op.root));
-  return static_cast<uint32_t>(h >> 56);
+  return static_cast<uint32_t>(h >> 48);
 }
 
 }  // namespace dccl::sched

@@ -33,6 +33,12 @@
 //                                 (dcclInvalidUsage, "count mismatch"), neither rank
 //                                 waits for its timeout; matched pairs then arrive
 //                                 intact
+//   misuse_check type-collide     2 ranks, calls of the same bytes whose datatypes
+//                                 (or counts and datatypes) differ, at counts whose
+//                                 8-bit call hash collided: all_reduce, reduce_scatter
+//                                 and reduce over the transports' tags; no rank that
+//                                 receives may return dcclSuccess (they paired and
+//                                 returned wrong data with the 8-bit hash)
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -317,6 +323,40 @@ int p2p_crossed_case() {
   return bad;
 }
 
+// One mismatched call per case on a fresh communicator; rank 1 takes the second
+// signature. A rank that only sends (reduce's non-root) may complete.
+int type_collide_case() {
+  struct Case {
+    const char* name;
+    int coll;  // 0 all_reduce, 1 reduce_scatter, 2 reduce (root 0)
+    size_t count[2];
+    dcclDataType_t dt[2];
+  };
+  const Case cases[] = {
+      {"all_reduce 206 float32 against int32", 0, {206, 206}, {dcclFloat32, dcclInt32}},
+      {"reduce_scatter 202 float32 against int32", 1, {202, 202}, {dcclFloat32, dcclInt32}},
+      {"reduce 87 float32 against int32", 2, {87, 87}, {dcclFloat32, dcclInt32}},
+      {"all_reduce 1174 float32 against 587 float64", 0, {1174, 587}, {dcclFloat32, dcclFloat64}},
+      {"all_reduce 283 float16 against bfloat16", 0, {283, 283}, {dcclFloat16, dcclBfloat16}},
+  };
+  int bad = 0;
+  for (const Case& k : cases) {
+    dcclComm_t c = init();
+    const int me = g_rank == 1 ? 1 : 0;
+    const size_t count = k.count[me];
+    std::vector<unsigned char> s(count * 8 * 2, 0x11), d(count * 8 * 2, 0);
+    dcclResult_t rc = dcclInternalError;
+    if (k.coll == 0) rc = dcclAllReduce(s.data(), d.data(), count, k.dt[me], dcclSum, c, nullptr);
+    if (k.coll == 1) rc = dcclReduceScatter(s.data(), d.data(), count, k.dt[me], dcclSum, c, nullptr);
+    if (k.coll == 2) rc = dcclReduce(s.data(), d.data(), count, k.dt[me], dcclSum, 0, c, nullptr);
+    const bool only_sends = k.coll == 2 && g_rank != 0;
+    bad += expect(rc != dcclSuccess || only_sends, std::string(k.name) + ": no success",
+                  rc == dcclSuccess ? (only_sends ? "sent (not the root)" : "returned dcclSuccess") : dcclGetLastError(c));
+    dcclCommDestroy(c);
+  }
+  return bad;
+}
+
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   const char* r = std::getenv("DCCL_RANK");
@@ -330,6 +370,7 @@ int main(int argc, char** argv) {
   if (mode == "split-destroy") return split_destroy_case();
   if (mode == "p2p-size") return p2p_size_case();
   if (mode == "p2p-crossed") return p2p_crossed_case();
+  if (mode == "type-collide") return type_collide_case();
   if (mode == "check-one") {
     if (g_rank == 1) setenv("DCCL_CHECK", "1", 1);
     return init_fails("DCCL_CHECK", "init with DCCL_CHECK on rank 1 only");
@@ -340,6 +381,6 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr,
                "usage: misuse_check seg-count all_reduce|all_gather|reduce_scatter | seg-type [small] | seg-op [small] | fork | threads | "
-               "contract | split-destroy | check-one | ifname | p2p-size | p2p-crossed\n");
+               "contract | split-destroy | check-one | ifname | p2p-size | p2p-crossed | type-collide\n");
   return 2;
 }
