@@ -180,6 +180,8 @@ bool Bootstrap::Impl::handshake(const std::array<uint8_t, 16>& secret, wire::Hel
     if (why.starts_with(wire::kConflict))
       fail(dcclInvalidUsage, op, "the store at " + where + " refused this rank: " +
                                      std::string(why.substr(wire::kConflict.size())));
+    if (why.starts_with(wire::kAbandoned))  // a rank's init failed before this one came
+      fail(dcclRemoteError, op, std::string(why.substr(wire::kAbandoned.size())));
     fail(dcclRemoteError, op, "the store at " + where + " refused the connection: " + f.value);
   }
   if (f.type != FrameType::Welcome || !challenged)
@@ -339,6 +341,8 @@ void Bootstrap::Impl::exchange(const std::string& out, std::unordered_map<uint64
         if (std::string_view(f.value).starts_with(wire::kConflict))  // the namespace failed: final
           fail(dcclInvalidUsage, op, "the store at " + where + " failed every rank: " +
                                          f.value.substr(wire::kConflict.size()));
+        if (std::string_view(f.value).starts_with(wire::kAbandoned))  // another rank's init failed
+          fail(dcclRemoteError, op, f.value.substr(wire::kAbandoned.size()));
         fail(dcclRemoteError, op, "the store at " + where + " rejected " + it->second.label + ": " + f.value,
              false);
       default:
@@ -477,6 +481,20 @@ std::string Bootstrap::get(const std::string& key, std::chrono::milliseconds tim
 
 void Bootstrap::lease(const std::string& key, const std::string& value) {
   impl_->send_keyed("lease", key, value, wire::append_lease, impl_->plain_wait());
+}
+
+void Bootstrap::lease_init(const std::string& who) {
+  lease(std::string(wire::kAbandonKey), who + " exited during init");
+}
+
+void Bootstrap::abandon(const std::string& why) noexcept {
+  try {
+    // A second of its own: init's deadline, which caps the other waits, may be past.
+    const auto bound = std::chrono::milliseconds(1000);
+    impl_->send_keyed("set", std::string(wire::kAbandonKey), why, wire::append_set, Wait{Clock::now() + bound, bound});
+  } catch (const std::exception& e) {
+    DCCL_INFO("could not tell the other ranks that init failed: %s", e.what());
+  }
 }
 
 void Bootstrap::unlease() {

@@ -55,6 +55,13 @@ class Bootstrap {
   void lease(const std::string& key, const std::string& value);
   // Drops this connection's lease, if any (graceful exit).
   void unlease();
+  // While a rank's init runs: its lease names it (`who`: "rank 1 (pid 7 on node3)"),
+  // so that if its process ends, the store fails the namespace and every other rank's
+  // init wait ends at once naming it (a later lease, the failure watcher's, replaces
+  // it). abandon(why): the rank's init failed; the same, with the cause (bounded,
+  // errors logged only).
+  void lease_init(const std::string& who);
+  void abandon(const std::string& why) noexcept;
 
   // The one call that may come from another thread while this object is in use:
   // the get(), allgather() or barrier() in progress, and every later one, throws

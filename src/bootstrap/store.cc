@@ -248,7 +248,20 @@ void Server::on_set(uint64_t cid, Conn& c, wire::Frame& f) {
   if (!admit(cid, c, f.req, "SET", old, f.key.size() + f.value.size())) return;
   wire::append_ok(c.out, f.req);
   mark(cid, c);
-  put(f.key, std::move(f.value));
+  const bool abandons = abandon_key(c, f.key);
+  put(f.key, std::string(f.value));
+  if (abandons) abandon_space(c, f.value);
+}
+
+bool Server::abandon_key(const Conn& c, const std::string& key) const {
+  return c.claims && key.size() == c.ns.size() + wire::kAbandonKey.size() && key.starts_with(c.ns) &&
+         key.ends_with(wire::kAbandonKey);
+}
+
+void Server::abandon_space(const Conn& c, const std::string& why) {
+  auto it = spaces_.find(c.ns);
+  if (it == spaces_.end() || !it->second.failed.empty()) return;
+  fail_space(c.ns, it->second, std::string(wire::kAbandoned) + why);
 }
 
 void Server::on_lease(uint64_t cid, Conn& c, wire::Frame& f) {
@@ -272,7 +285,10 @@ void Server::fire_lease(Conn& c) {
   }
   DCCL_WARN("%s: %s closed while holding a lease (%s): setting '%s'", where_.c_str(), who(c).c_str(),
             c.why.c_str(), c.lease_key.c_str());
+  const bool abandons = abandon_key(c, c.lease_key);
+  const std::string why = abandons ? c.lease_value : std::string();
   put(c.lease_key, std::move(c.lease_value));
+  if (abandons) abandon_space(c, why);
 }
 
 void Server::put(const std::string& key, std::string value) {

@@ -116,6 +116,9 @@ class Server final : public StoreServer {
   void put(const std::string& key, std::string value);
   // Performs the SET a closing connection's lease promised, unless the key exists.
   void fire_lease(Conn& c);
+  // wire::kAbandonKey in the claiming connection's namespace: a rank's init failed.
+  bool abandon_key(const Conn& c, const std::string& key) const;
+  void abandon_space(const Conn& c, const std::string& why);
   void flush(Conn& c);
   // Output is flushed once per loop turn, however many frames were queued.
   void mark(uint64_t cid, Conn& c) {

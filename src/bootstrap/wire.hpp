@@ -58,6 +58,11 @@ inline constexpr size_t kHelloMaxPayload = kHelloMinPayload + kMaxNamespace + kM
 inline constexpr uint32_t kHelloWatch = 1;
 inline constexpr std::string_view kBusy = "busy: ";
 inline constexpr std::string_view kConflict = "conflict: ";
+// A rank's init failed (or its process ended during init): the key it sets, or its
+// connection's lease sets, in its namespace; the store then fails the namespace with
+// kAbandoned + the value, so that the other ranks' init waits end at once naming it.
+inline constexpr std::string_view kAbandonKey = "!init-abandoned";
+inline constexpr std::string_view kAbandoned = "abandoned: ";
 // Largest legal value of the length field: type byte + SET's payload at its bounds.
 inline constexpr size_t kMaxFrameLen = 1 + 8 + 4 + kMaxKey + kMaxValue;
 

@@ -2,6 +2,7 @@
 // process's place, the transport, the plan, the data paths, the state shared with
 // the scheduler, the failure watcher, the sub-communicators; then every rank meets.
 #include <net/if.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include <mutex>
 
 #include "comm/communicator.hpp"
+#include "core/host.hpp"
 #include "core/host_sleepers.hpp"
 #include "core/launcher.hpp"
 #include "core/log.hpp"
@@ -73,33 +75,42 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
     raise(dcclInvalidArgument, describe(rank, "init", "DCCL_SOCKET_IFNAME=" + cfg_.socket_ifname +
                                                           ": no such network interface on this host"));
   open_store(id, std::move(server), ns, deadline);
-  std::string host_id;
-  const int host_cores = learn_topology(&host_id);
-  // The board of this job's sleepers on this host (core/host_sleepers.hpp), unlinked
-  // once every rank here has mapped it: after the settings' exchange below.
-  struct Board {
-    std::string name;
-    bool opened = false;
-    ~Board() {
-      if (opened) core::HostSleepers::unlink(name);
-    }
-  } board{core::HostSleepers::board_name(std::string(id.secret.begin(), id.secret.end()) + ns, host_id)};
-  board.opened = core::HostSleepers::join(board.name, topo_.local_size);
-  place_process();
-  start_recorder(id, ns);
-  // Decided before the transport is made, whose own waits take the same budget.
-  const tune::SpinPlan spin = tune::spin_plan(topo_.local_size, host_cores, cfg_);
-  if (spin.spin_us != cfg_.spin_us) DCCL_INFO("%s", spin.why.c_str());
-  open_transport(id, host_id, spin.spin_us);
-  make_plan(host_cores);
-  check_same_settings();
-  open_shared_segment();
-  tuner_ = std::make_unique<tune::Tuner>(plan_);
-  make_paths();
-  share_state();
-  start_watchdog(id, ns);
-  start_status(id, ns);
-  join();
+  // Until init ends, a failure here (or this process's end) fails the other ranks'
+  // init at once, naming this rank and the cause, instead of at their timeout.
+  const std::string who = label_ + " (pid " + std::to_string(getpid()) + " on " + core::host_name() + ")";
+  boot_->lease_init(who);
+  try {
+    std::string host_id;
+    const int host_cores = learn_topology(&host_id);
+    // The board of this job's sleepers on this host (core/host_sleepers.hpp), unlinked
+    // once every rank here has mapped it: after the settings' exchange below.
+    struct Board {
+      std::string name;
+      bool opened = false;
+      ~Board() {
+        if (opened) core::HostSleepers::unlink(name);
+      }
+    } board{core::HostSleepers::board_name(std::string(id.secret.begin(), id.secret.end()) + ns, host_id)};
+    board.opened = core::HostSleepers::join(board.name, topo_.local_size);
+    place_process();
+    start_recorder(id, ns);
+    // Decided before the transport is made, whose own waits take the same budget.
+    const tune::SpinPlan spin = tune::spin_plan(topo_.local_size, host_cores, cfg_);
+    if (spin.spin_us != cfg_.spin_us) DCCL_INFO("%s", spin.why.c_str());
+    open_transport(id, host_id, spin.spin_us);
+    make_plan(host_cores);
+    check_same_settings();
+    open_shared_segment();
+    tuner_ = std::make_unique<tune::Tuner>(plan_);
+    make_paths();
+    share_state();
+    start_watchdog(id, ns);
+    start_status(id, ns);
+    join();
+  } catch (const std::exception& e) {
+    boot_->abandon(who + " failed its init: " + e.what());
+    throw;
+  }
   DCCL_INFO("communicator ready: %d ranks, provider %s", nranks, provider_.c_str());
 }
 

@@ -33,6 +33,11 @@
 //                                 (dcclInvalidUsage, "count mismatch"), neither rank
 //                                 waits for its timeout; matched pairs then arrive
 //                                 intact
+//   misuse_check init-one bad|exit  3 ranks; rank 1's init fails (bad: DCCL_NET_IFNAME
+//                                 names no interface) or its process ends inside
+//                                 init (exit); rank 2 comes 2 s late: ranks 0 and 2
+//                                 fail their init within 10 s (DCCL_TIMEOUT_S is 60)
+//                                 naming rank 1 and the cause
 //   misuse_check type-collide     2 ranks, calls of the same bytes whose datatypes
 //                                 (or counts and datatypes) differ, at counts whose
 //                                 8-bit call hash collided: all_reduce, reduce_scatter
@@ -259,6 +264,30 @@ int init_fails(const char* part, const char* what) {
 
 }  // namespace
 
+// rank 1: init fails (bad) or the process ends 0.5 s into init (exit, status 0, so
+// that dccl-run's status is the others'); ranks 0 and 2 check how theirs failed.
+int init_one_case(bool bad_setting) {
+  if (g_rank == 1) {
+    if (bad_setting) setenv("DCCL_NET_IFNAME", "nosuchif0", 1);
+    else std::thread([] { std::this_thread::sleep_for(std::chrono::milliseconds(500)); _exit(0); }).detach();
+    dcclComm_t c = nullptr;
+    const dcclResult_t rc = dcclCommInitFromEnv(&c);
+    return expect(bad_setting && rc != dcclSuccess && has(dcclGetLastError(nullptr), "nosuchif0"),
+                  "rank 1's own init fails naming its setting", dcclGetLastError(nullptr));
+  }
+  if (g_rank == 2) std::this_thread::sleep_for(std::chrono::seconds(2));
+  const auto t0 = std::chrono::steady_clock::now();
+  dcclComm_t c = nullptr;
+  const dcclResult_t rc = dcclCommInitFromEnv(&c);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const char* msg = dcclGetLastError(nullptr);
+  if (rc == dcclSuccess) dcclCommDestroy(c);
+  const char* cause = bad_setting ? "nosuchif0" : "exited during init";
+  return expect(rc == dcclRemoteError && took < 10 && has(msg, "rank 1 (pid ") && has(msg, cause),
+                std::string("init fails within 10 s naming rank 1 and the cause (took ") + std::to_string(took) + " s)",
+                rc == dcclSuccess ? "init succeeded" : msg);
+}
+
 double ms_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
 }
@@ -371,6 +400,7 @@ int main(int argc, char** argv) {
   if (mode == "p2p-size") return p2p_size_case();
   if (mode == "p2p-crossed") return p2p_crossed_case();
   if (mode == "type-collide") return type_collide_case();
+  if (mode == "init-one" && argc > 2) return init_one_case(std::string(argv[2]) == "bad");
   if (mode == "check-one") {
     if (g_rank == 1) setenv("DCCL_CHECK", "1", 1);
     return init_fails("DCCL_CHECK", "init with DCCL_CHECK on rank 1 only");
@@ -381,6 +411,6 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr,
                "usage: misuse_check seg-count all_reduce|all_gather|reduce_scatter | seg-type [small] | seg-op [small] | fork | threads | "
-               "contract | split-destroy | check-one | ifname | p2p-size | p2p-crossed | type-collide\n");
+               "contract | split-destroy | check-one | ifname | p2p-size | p2p-crossed | type-collide | init-one bad|exit\n");
   return 2;
 }
