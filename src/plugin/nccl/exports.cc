@@ -30,6 +30,7 @@ void fill_common(const p::DevProps& d, int dev, Props* out) {
 }
 
 NcclResult props_v7(int dev, NcclPropsV7* out) {
+  if (!out) return p::properties(dev, nullptr);  // reports it
   p::DevProps d{};
   const NcclResult rc = p::properties(dev, &d);
   if (rc == kNcclSuccess) fill_common(d, dev, out);
@@ -37,6 +38,7 @@ NcclResult props_v7(int dev, NcclPropsV7* out) {
 }
 
 NcclResult props_v8(int dev, NcclPropsV8* out) {
+  if (!out) return p::properties(dev, nullptr);  // reports it
   p::DevProps d{};
   const NcclResult rc = p::properties(dev, &d);
   if (rc != kNcclSuccess) return rc;
@@ -46,6 +48,7 @@ NcclResult props_v8(int dev, NcclPropsV8* out) {
 }
 
 NcclResult props_v9(int dev, NcclPropsV9* out) {
+  if (!out) return p::properties(dev, nullptr);  // reports it
   p::DevProps d{};
   const NcclResult rc = p::properties(dev, &d);
   if (rc != kNcclSuccess) return rc;
@@ -60,6 +63,7 @@ NcclResult props_v9(int dev, NcclPropsV9* out) {
 }
 
 NcclResult props_v11(int dev, NcclPropsV11* out) {
+  if (!out) return p::properties(dev, nullptr);  // reports it
   memset(out, 0, sizeof(*out));
   const NcclResult rc = props_v9(dev, &out->v9);
   out->max_multi_request_size = 1;  // one request per isend/irecv call (grouped receives aside)

@@ -8,7 +8,11 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
+
+#include "plugin/nccl/link_adapter.hpp"
 
 namespace dccl::plugin {
 
@@ -30,29 +34,86 @@ struct Handle {
 class Listener {
  public:
   // Listens on the host's bootstrap address (DCCL_SOCKET_IFNAME, else the default
-  // route's interface, else loopback) on a port the kernel picks. Throws core::Error.
-  Listener(int dev, const Secret& secret);
+  // route's interface, else loopback) on a port the kernel picks. `op` names the
+  // call and device in errors ("listen on dccl-sock-eth0"). Throws core::Error.
+  Listener(int dev, const Secret& secret, const std::string& op);
   ~Listener();
   Listener(const Listener&) = delete;
   Listener& operator=(const Listener&) = delete;
   const Handle& handle() const { return handle_; }
-  // A connection that arrived, or -1 (never blocks). Throws core::Error on failure.
-  int try_accept();
+  // A connection that arrived, or -1 (never blocks); *from: the dialer's address.
+  // Throws core::Error on failure.
+  int try_accept(std::string* from);
 
  private:
   int fd_ = -1;
+  std::string op_;
   Handle handle_{};
 };
 
 // Parses and checks a handle NCCL passed in; throws core::Error(dcclInvalidArgument).
 Handle parse_handle(const void* bytes);
 
-// Dials the handle's address by `until`; the connected descriptor. Throws core::Error.
-int dial(const Handle& h, Clock::time_point until);
+// Dials the handle's address by `until`; the connected descriptor. `op` names the
+// call and device. Throws core::Error.
+int dial(const Handle& h, Clock::time_point until, const std::string& op);
 
-// Sends `mine` and returns the peer's blob, both sealed with the secret (the dialer
-// speaks first: `dialer` tells which end this is). Throws core::Error naming the
-// peer's address on a bad seal, a closed connection or the deadline.
-std::string swap_blobs(int fd, const std::string& mine, const Secret& secret, bool dialer, Clock::time_point until);
+// One sealed blob each way (the dialer speaks first). `from_dialer` tells whose
+// blob it is; `op` names the call, device and peer in errors. Both throw
+// core::Error on a closed connection, the deadline, and (recv_blob) a blob that
+// is too long or not sealed with the secret (the dialer does not hold the handle).
+void send_blob(int fd, const std::string& blob, const Secret& secret, bool from_dialer, Clock::time_point until,
+               const std::string& op);
+std::string recv_blob(int fd, const Secret& secret, bool from_dialer, Clock::time_point until, const std::string& op);
+
+// -----------------------------------------------------------------------------
+// Making a connection on threads of their own (the handshake and the transport's
+// connect block; NCCL's connect and accept must not).
+//
+// The connecting side dials the handle's address, sends its sealed blob, reads
+// the listener's and connects the transport. The listening side runs one
+// handshake per arriving connection, several at once: a dialer that closes, sends
+// bytes that are not this plugin's handshake, or does not hold the handle's
+// secret (a port scanner, a stray process) is dropped, logged once, and the
+// listener goes on waiting for the handle's holder; only a failure after the
+// holder authenticated fails accept.
+
+// How the plugin logs (NCCL's log when it gave one): level is kNcclLogWarn or kNcclLogInfo.
+using SayFn = void (*)(int level, const std::string& msg);
+
+struct Setup;  // one connection in the making
+
+// connect's side: start_dial starts dialing; finish_dial returns the link once
+// made, nullptr while the setup runs (s kept), and throws core::Error when it
+// failed (s is freed once it ended, either way).
+Setup* start_dial(const Device& dev, const Handle& h);
+std::unique_ptr<Link> finish_dial(Setup*& s);
+
+class Acceptor {
+ public:
+  // Listens for device `dev` (a Listener). Throws core::Error.
+  Acceptor(const Device& dev, int index, const Secret& secret, SayFn say);
+  // Stops the handshakes in progress (a transport connect already under way
+  // ends by its deadline).
+  ~Acceptor();
+  Acceptor(const Acceptor&) = delete;
+  Acceptor& operator=(const Acceptor&) = delete;
+  const Handle& handle() const { return listener_.handle(); }
+  // A connection from the handle's holder, or nullptr while none is made (never
+  // blocks). Throws core::Error when the holder's connection failed, or when no
+  // holder connected within DCCL_TIMEOUT_S of the first call (since the
+  // previous connection, for a later one).
+  std::unique_ptr<Link> poll();
+
+ private:
+  const Device& dev_;
+  Secret secret_;
+  SayFn say_;
+  Listener listener_;
+  std::vector<std::unique_ptr<Setup>> pending_;
+  bool started_ = false;
+  std::chrono::steady_clock::time_point deadline_{};
+  uint64_t dropped_ = 0;
+};
 
 }  // namespace dccl::plugin

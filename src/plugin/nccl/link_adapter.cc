@@ -1,6 +1,9 @@
 #include "plugin/nccl/link_adapter.hpp"
 
+#include <unistd.h>
+
 #include <atomic>
+#include <cstdlib>
 #include <fstream>
 #include <mutex>
 #include <set>
@@ -43,7 +46,59 @@ std::string cuda_note(const std::string& prov, int* bits) {
   return "CUDA memory registered by dma-buf";
 }
 
+// The settings as the library's init loads them: a bad value fails (config()
+// would fall back to every default, silently).
+const core::Config& settings() {
+  static std::once_flag once;
+  static core::Config cfg;
+  static std::string error;
+  static dcclResult_t code = dcclSuccess;
+  std::call_once(once, [] {
+    try {
+      cfg = core::load_config();
+    } catch (const core::Error& e) {
+      code = e.code();
+      error = e.what();
+    }
+  });
+  if (code != dcclSuccess) core::raise(code, "NET/dccl init: " + error + " (the plugin does not start on a bad setting)");
+  return cfg;
+}
+
+// A lower layer's error named with the plugin's call and device: "rank 1:
+// peer-direct: ..." (the link's own rank, meaningless to NCCL) becomes
+// "NET/dccl regMrDmaBuf on dccl-shm: peer-direct: ...".
+template <class F>
+auto named(const char* op, const Device& dev, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const core::Error& e) {
+    std::string w = e.what();
+    if (w.rfind("NET/dccl ", 0) == 0) throw;
+    if (w.rfind("rank ", 0) == 0 && w.find(": ") != std::string::npos) w = w.substr(w.find(": ") + 2);
+    core::raise(e.code(), std::string("NET/dccl ") + op + " on " + dev.name + ": " + w);
+  }
+}
+
+// "count mismatch: rank 1 sent 100 bytes for it (...)": the 100, or 0.
+size_t sent_bytes(const std::string& note) {
+  const size_t at = note.find(" sent ");
+  if (at == std::string::npos) return 0;
+  return static_cast<size_t>(strtoull(note.c_str() + at + 6, nullptr, 10));
+}
+
 }  // namespace
+
+void load_settings(std::vector<std::string>* typos) {
+  settings();
+  if (typos)
+    for (const auto& [name, like] : core::misspelled_settings(environ))
+      typos->push_back(name + " is not a DirectCCL setting and is ignored: did you mean " + like + "?");
+}
+
+std::chrono::milliseconds setup_timeout() { return std::chrono::milliseconds(settings().timeout_s * 1000); }
+
+std::string timeout_text() { return core::timeout_text(settings()); }
 
 const std::vector<Device>& devices(std::vector<std::string>* notes) {
   static std::once_flag once;
@@ -53,7 +108,7 @@ const std::vector<Device>& devices(std::vector<std::string>* notes) {
   static dcclResult_t code = dcclSuccess;
   std::call_once(once, [] {
     try {
-      const core::Config& cfg = core::config();
+      const core::Config& cfg = settings();
       net::set_provider_defaults(cfg.rxm_eager_bytes);
       std::string w;
       const auto rails = net::find_rails("tcp", net::parse_ifnames(cfg.net_ifname), &w);
@@ -130,6 +185,7 @@ struct Op {
   bool flush = false;   // a receive into CUDA memory
   bool live = false;    // handed out (not in the spare list)
   std::chrono::steady_clock::time_point posted;
+  std::chrono::steady_clock::time_point checked;  // a receive's last look for a longer message (sock)
 };
 
 namespace {
@@ -153,7 +209,7 @@ void progress_others(net::Transport* self) {
 struct Link::Impl {
   Device dev;
   int rank = 0;
-  const core::Config& cfg = core::config();
+  const core::Config& cfg = settings();
   std::unique_ptr<net::Transport> net;
   std::unique_ptr<mem::RegCache> host_cache;
   std::atomic<uint64_t> counters[5] = {};
@@ -163,8 +219,16 @@ struct Link::Impl {
   std::vector<std::unique_ptr<Op>> all_ops;  // every op made; live ones are handed out
   std::vector<Op*> spare_ops;
   bool failed = false;
+  std::string broken;  // why the connection is unusable (a truncated receive), "" while it is
 
   int peer() const { return 1 - rank; }
+
+  [[noreturn]] void truncated(const std::string& what, const std::string& cause) {
+    failed = true;
+    broken = "a receive was truncated earlier (" + cause + ")";
+    core::raise(dcclRemoteError, "NET/dccl " + what + " on " + dev.name + ": " + cause +
+                                     "; a send larger than its receive is an error, and this connection is unusable now");
+  }
 
   void check_device_memory(const mem::Backend& be) {
     if (dev.kind == "sock")
@@ -184,20 +248,22 @@ struct Link::Impl {
 
   Op* post(bool send, void* p, size_t n, uint32_t tag, Region* r) {
     const std::string what = send ? "isend" : "irecv";
+    if (!broken.empty())
+      core::raise(dcclRemoteError, "NET/dccl " + what + " on " + dev.name + ": the connection is unusable: " + broken);
     if (n > dev.max_bytes)
       core::raise(dcclInvalidArgument, "NET/dccl " + what + ": " + std::to_string(n) +
-                                           " bytes exceed the device's largest message " + std::to_string(dev.max_bytes));
+                                           " bytes exceed " + dev.name + "'s largest message " + std::to_string(dev.max_bytes));
     void* at = p;
     net::MemRegion* mr = nullptr;
     if (r) {
       const auto* c = static_cast<const char*>(p);
       const auto* b = static_cast<const char*>(r->base);
       if (n && (c < b || c + n > b + r->len))
-        core::raise(dcclInvalidArgument, "NET/dccl " + what + ": the buffer lies outside its registration");
+        core::raise(dcclInvalidArgument, "NET/dccl " + what + " on " + dev.name + ": the buffer lies outside its registration");
       if (r->device && n) at = r->dev->at(p);
       mr = r->mr;
     } else if (n && mem::backend_of(p).kind() != mem::Kind::Host) {
-      core::raise(dcclInvalidArgument, "NET/dccl " + what + ": device memory without a registration");
+      core::raise(dcclInvalidArgument, "NET/dccl " + what + " on " + dev.name + ": device memory without a registration");
     }
     Op* op = nullptr;
     if (spare_ops.empty()) {
@@ -210,11 +276,14 @@ struct Link::Impl {
     op->live = true;
     op->active = false;
     op->posted = std::chrono::steady_clock::now();
+    op->checked = op->posted;
     op->req.up_to = !send;
     op->flush = !send && r && r->cuda;
     try {
-      if (send) net->isend(peer(), at, n, tag, &op->req, mr);
-      else net->irecv(peer(), at, n, tag, &op->req, mr);
+      named(what.c_str(), dev, [&] {
+        if (send) net->isend(peer(), at, n, tag, &op->req, mr);
+        else net->irecv(peer(), at, n, tag, &op->req, mr);
+      });
     } catch (...) {
       op->live = false;
       spare_ops.push_back(op);
@@ -278,7 +347,7 @@ Link::Link(const Device& dev, int rank, const std::array<uint8_t, 16>& secret) :
     to.sock_bytes = 0;  // every message on the fabric, so that receives take up to their size
     to.flows = 1;       // and are never cut over flows (NCCL opens its own connections)
   }
-  m.net = net::Transport::create(to);
+  m.net = named(rank ? "connect" : "accept", dev, [&] { return net::Transport::create(to); });
 }
 
 Link::~Link() = default;
@@ -292,7 +361,7 @@ void Link::connect(const std::string& peer_blob, std::chrono::steady_clock::time
   std::vector<std::string> blobs(2);
   blobs[static_cast<size_t>(m.rank)] = m.net->local_blob();
   blobs[static_cast<size_t>(m.peer())] = peer_blob;
-  m.net->connect(blobs, until);
+  named(m.rank ? "connect" : "accept", m.dev, [&] { m.net->connect(blobs, until); });
   m.host_cache = std::make_unique<mem::RegCache>(m.cfg.reg_cache_bytes);
   mem::PathCounters pc{&m.counters[0], &m.counters[1], &m.counters[2], &m.counters[3], &m.counters[4]};
   m.direct = std::make_unique<mem::DirectPath>(*m.net, m.rank, m.cfg.reg_cache_bytes, pc);
@@ -302,10 +371,11 @@ void Link::connect(const std::string& peer_blob, std::chrono::steady_clock::time
 
 Region* Link::reg(void* p, size_t n, bool device) {
   Impl& m = *impl_;
-  if (!p || !n) core::raise(dcclInvalidArgument, "NET/dccl regMr: " + std::string(p ? "size 0" : "null buffer"));
+  const std::string op = "NET/dccl regMr on " + m.dev.name + ": ";
+  if (!p || !n) core::raise(dcclInvalidArgument, op + (p ? "size 0" : "null buffer"));
   mem::Backend& be = mem::backend_of(p);
   if (device != (be.kind() != mem::Kind::Host))
-    core::raise(dcclInvalidArgument, std::string("NET/dccl regMr: ") + be.name() + " memory registered as " +
+    core::raise(dcclInvalidArgument, op + be.name() + " memory registered as " +
                                          (device ? "device memory (NCCL_PTR_CUDA)" : "host memory (NCCL_PTR_HOST)"));
   auto r = std::make_unique<Region>();
   r->device = device;
@@ -314,15 +384,17 @@ Region* Link::reg(void* p, size_t n, bool device) {
   if (device) {
     m.check_device_memory(be);
     r->cuda = be.kind() == mem::Kind::Cuda;
-    r->ref = m.direct->acquire(p, n);
+    r->ref = named("regMr", m.dev, [&] { return m.direct->acquire(p, n); });
     r->dev = static_cast<mem::DmaBufRegistration*>(r->ref.handle().get());
     r->mr = r->dev->mr;
   } else {
     net::Transport* t = m.net.get();
-    r->ref = m.host_cache->acquire(mem::Kind::Host, p, n, -1, [t](const mem::RegRange& rr) -> mem::RegCache::Handle {
-      net::MemRegion* mr = t->register_memory(reinterpret_cast<void*>(rr.start), rr.len());
-      if (!mr) return mem::RegCache::Handle(static_cast<void*>(&g_unregistered), [](void*) {});
-      return mem::RegCache::Handle(static_cast<void*>(mr), [t, mr](void*) { t->deregister_memory(mr); });
+    r->ref = named("regMr", m.dev, [&] {
+      return m.host_cache->acquire(mem::Kind::Host, p, n, -1, [t](const mem::RegRange& rr) -> mem::RegCache::Handle {
+        net::MemRegion* mr = t->register_memory(reinterpret_cast<void*>(rr.start), rr.len());
+        if (!mr) return mem::RegCache::Handle(static_cast<void*>(&g_unregistered), [](void*) {});
+        return mem::RegCache::Handle(static_cast<void*>(mr), [t, mr](void*) { t->deregister_memory(mr); });
+      });
     });
     void* h = r->ref.handle().get();
     r->mr = h == &g_unregistered ? nullptr : static_cast<net::MemRegion*>(h);
@@ -333,7 +405,8 @@ Region* Link::reg(void* p, size_t n, bool device) {
 
 Region* Link::reg_dmabuf(void* p, size_t n, int fd, uint64_t offset) {
   Impl& m = *impl_;
-  if (!p || !n) core::raise(dcclInvalidArgument, "NET/dccl regMrDmaBuf: " + std::string(p ? "size 0" : "null buffer"));
+  if (!p || !n)
+    core::raise(dcclInvalidArgument, "NET/dccl regMrDmaBuf on " + m.dev.name + ": " + (p ? "size 0" : "null buffer"));
   // CUDA memory this process drives is imported by the provider; any other dma-buf
   // (the sim backend's memfd) is mapped by the CPU, as a NIC maps it.
   mem::Backend* cuda = mem::cuda_backend();
@@ -350,7 +423,9 @@ Region* Link::reg_dmabuf(void* p, size_t n, int fd, uint64_t offset) {
   r->cuda = is_cuda;
   r->base = p;
   r->len = n;
-  r->own = mem::register_dmabuf_range(*m.net, m.rank, be.kind(), be.device(), mem::DmaBuf{fd, offset, n}, p, n, range);
+  r->own = named("regMrDmaBuf", m.dev, [&] {
+    return mem::register_dmabuf_range(*m.net, m.rank, be.kind(), be.device(), mem::DmaBuf{fd, offset, n}, p, n, range);
+  });
   r->dev = r->own.get();
   r->mr = r->dev->mr;
   m.regions.insert(r.get());
@@ -358,7 +433,14 @@ Region* Link::reg_dmabuf(void* p, size_t n, int fd, uint64_t offset) {
 }
 
 void Link::dereg(Region* r) {
-  if (impl_->regions.erase(r)) delete r;
+  if (!impl_->regions.erase(r)) {
+    char at[32];
+    snprintf(at, sizeof(at), "%p", static_cast<void*>(r));
+    core::raise(dcclInvalidArgument, "NET/dccl deregMr on " + impl_->dev.name + ": mhandle " + at +
+                                         " is not a live registration of this comm (never registered on it, or "
+                                         "deregistered already)");
+  }
+  delete r;
 }
 
 Op* Link::send(const void* p, size_t n, uint32_t tag, Region* r) {
@@ -372,11 +454,24 @@ bool Link::test(Op* op, size_t* bytes) {
   if (op->active) {
     m.net->progress();
     const std::string what = op->req.is_send ? "isend" : "irecv";
+    const size_t posted = op->req.len;
     if (!op->req.done.load(std::memory_order_acquire)) {
+      if (!m.broken.empty())
+        core::raise(dcclRemoteError, "NET/dccl " + what + " on " + m.dev.name + ": the connection is unusable: " + m.broken);
       // Not at once: on sockets each link's progress is a system call, which would
       // slow every small message; a rendezvous waiting on another link can wait.
-      const auto waited = std::chrono::steady_clock::now() - op->posted;
+      const auto now = std::chrono::steady_clock::now();
+      const auto waited = now - op->posted;
       if (waited > std::chrono::microseconds(20)) progress_others(m.net.get());
+      // The socket path holds a message longer than the receive of its tag and
+      // never completes the receive: look for one every millisecond.
+      if (!op->req.is_send && m.dev.kind == "sock" && now - op->checked >= std::chrono::milliseconds(1)) {
+        op->checked = now;
+        const size_t sent = sent_bytes(m.net->mismatch_note(op->req));
+        if (sent > posted)
+          m.truncated(what, "the sender sent " + std::to_string(sent) + " bytes to this " + std::to_string(posted) +
+                                "-byte receive");
+      }
       if (waited <= timeout()) return false;
       m.failed = true;
       core::raise(dcclTimeout, "NET/dccl " + what + " on " + m.dev.name + ": not complete within " +
@@ -385,6 +480,9 @@ bool Link::test(Op* op, size_t* bytes) {
     op->active = false;
     if (op->req.failed) {
       m.failed = true;
+      // A provider's truncation (FI_ETRUNC): its own text may misstate the lengths.
+      if (!op->req.is_send && op->req.misuse)
+        m.truncated(what, "the sender's message is longer than this " + std::to_string(posted) + "-byte receive");
       core::raise(dcclRemoteError, "NET/dccl " + what + " on " + m.dev.name + ": " + op->req.error);
     }
     // The NIC wrote into device memory: visible to the device before NCCL sees it done.

@@ -33,6 +33,15 @@ struct Device {
   size_t max_bytes = 0;  // the largest message (one part: receives take up to their size)
 };
 
+// The DCCL_* settings, loaded once per process as DirectCCL's init loads them
+// (core::load_config: a misspelled DCCL_* name is warned on DirectCCL's log, and
+// *typos lists each as "NAME is not ...: did you mean ...?"). Throws
+// core::Error(dcclInvalidArgument) naming a bad value, on this and every later call.
+void load_settings(std::vector<std::string>* typos);
+// DCCL_TIMEOUT_S, and as errors state it ("3 s (DCCL_TIMEOUT_S)").
+std::chrono::milliseconds setup_timeout();
+std::string timeout_text();
+
 // This host's devices, found once per process; *notes says what was left out and why.
 // Throws core::Error when the settings are invalid.
 const std::vector<Device>& devices(std::vector<std::string>* notes);
@@ -60,13 +69,17 @@ class Link {
   // may close fd once this returns): mapped or imported now, never cached (the fd's
   // number names nothing once closed). Throws core::Error.
   Region* reg_dmabuf(void* p, size_t n, int fd, uint64_t offset);
+  // Throws core::Error(dcclInvalidArgument) for a handle that is not a live
+  // registration of this link (never made here, or deregistered already).
   void dereg(Region* r);
 
   // Posts a send of n bytes, or a receive of up to n bytes. Throws core::Error.
   Op* send(const void* p, size_t n, uint32_t tag, Region* r);
   Op* recv(void* p, size_t n, uint32_t tag, Region* r);
   // Progresses the connection; true once op is complete (*bytes: its length).
-  // Throws core::Error when it failed (the op stays owned by the caller).
+  // Throws core::Error when it failed (the op stays owned by the caller). A
+  // receive of a message longer than it fails at once, and the connection is
+  // unusable from then on: every later post or test fails naming the truncation.
   bool test(Op* op, size_t* bytes);
   void free_op(Op* op);  // an unfinished op is cancelled with the connection first
   // Cancels everything in flight (close with requests outstanding).

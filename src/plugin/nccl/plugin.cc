@@ -30,17 +30,6 @@ NcclLogFn g_log = nullptr;
 constexpr uint32_t kCommMagic = 0x64636f6d;  // a live comm
 constexpr uint32_t kReqMagic = 0x64726571;   // a live request
 
-// A connection being made on a thread of its own (the handshake and the
-// transport's connect block; NCCL's connect/accept must not).
-struct Setup {
-  std::thread th;
-  std::atomic<bool> done{false};
-  std::unique_ptr<Link> link;
-  dcclResult_t code = dcclSuccess;
-  std::string error;
-  int dev = 0;
-};
-
 struct Comm;
 struct Req {
   uint32_t magic = kReqMagic;
@@ -81,9 +70,7 @@ Req* new_req(Comm* c) {
 struct ListenComm {
   uint32_t magic = kCommMagic + 1;
   int dev = 0;
-  Secret secret{};
-  std::unique_ptr<Listener> listener;
-  Setup* pending = nullptr;
+  std::unique_ptr<Acceptor> acceptor;
 };
 
 NcclResult to_nccl(dcclResult_t c) {
@@ -148,41 +135,11 @@ Secret new_secret() {
   return s;
 }
 
-// The blocking part of connect (dialer) or accept: handshake, then the transport.
-void run_setup(Setup* s, Handle h, int fd, bool dialer) {
-  try {
-    const Device& d = device(s->dev, dialer ? "connect" : "accept");
-    Secret secret;
-    memcpy(secret.data(), h.secret, secret.size());
-    auto link = std::make_unique<Link>(d, dialer ? 1 : 0, secret);
-    const auto until = Clock::now() + link->timeout();
-    if (dialer) fd = dial(h, until);
-    dccl::sock::Fd own(fd);
-    const std::string peer = swap_blobs(fd, link->blob(), secret, dialer, until);
-    link->connect(peer, until);
-    s->link = std::move(link);
-  } catch (const core::Error& e) {
-    if (fd >= 0 && dialer) close(fd);
-    s->code = e.code();
-    s->error = e.what();
-  } catch (const std::exception& e) {
-    s->code = dcclInternalError;
-    s->error = std::string("NET/dccl ") + (dialer ? "connect" : "accept") + ": " + e.what();
-  }
-  s->done.store(true, std::memory_order_release);
-}
-
-// A finished setup's comm (or its error, thrown); nullptr while it runs.
-Comm* finish(Setup*& s, bool sending) {
-  if (!s->done.load(std::memory_order_acquire)) return nullptr;
-  s->th.join();
-  std::unique_ptr<Setup> own(s);
-  s = nullptr;
-  if (!own->link) core::raise(own->code, own->error);
+Comm* new_comm(std::unique_ptr<Link> link, bool sending, int dev) {
   auto c = std::make_unique<Comm>();
   c->sending = sending;
-  c->dev = own->dev;
-  c->link = std::move(own->link);
+  c->dev = dev;
+  c->link = std::move(link);
   return c.release();
 }
 
@@ -211,6 +168,13 @@ NcclResult close_comm(void* p, const char* op) {
 NcclResult init(NcclLogFn log) {
   g_log = log;
   return guard("init", [] {
+    // The settings as DirectCCL's init loads them: a bad value fails init.
+    std::vector<std::string> typos;
+    load_settings(&typos);
+    static std::once_flag warned;  // once per process, as the library warns
+    std::call_once(warned, [&] {
+      for (const auto& t : typos) say(kNcclLogWarn, "NET/dccl init: " + t);
+    });
     std::vector<std::string> notes;
     const auto& devs = devices(&notes);
     for (const auto& d : devs)
@@ -229,22 +193,21 @@ NcclResult device_count(int* ndev) {
 NcclResult properties(int dev, DevProps* out) {
   return guard("getProperties", [&] {
     const Device& d = device(dev, "getProperties");
-    if (!out) bad("getProperties", "props is null");
+    if (!out) bad("getProperties", "device " + std::to_string(dev) + " (" + d.name + "): props is null");
     *out = DevProps{d.name.c_str(), d.ptr_support, d.speed_mbps, d.latency_us, d.max_bytes};
   });
 }
 
 NcclResult listen(int dev, void* handle, void** listen_comm) {
   return guard("listen", [&] {
-    device(dev, "listen");
+    const Device& d = device(dev, "listen");
     if (!handle || !listen_comm) bad("listen", "handle or listenComm is null");
     static_assert(sizeof(Handle) <= kNcclHandleBytes, "the handle must fit NCCL's");
     auto lc = std::make_unique<ListenComm>();
     lc->dev = dev;
-    lc->secret = new_secret();
-    lc->listener = std::make_unique<Listener>(dev, lc->secret);
+    lc->acceptor = std::make_unique<Acceptor>(d, dev, new_secret(), say);
     memset(handle, 0, kNcclHandleBytes);
-    memcpy(handle, &lc->listener->handle(), sizeof(Handle));
+    memcpy(handle, &lc->acceptor->handle(), sizeof(Handle));
     *listen_comm = lc.release();
   });
 }
@@ -255,28 +218,26 @@ NcclResult connect(int dev, void* handle, void** send_comm, NcclNetDeviceHandle*
     *send_comm = nullptr;
     if (dev_comm) *dev_comm = nullptr;  // host-driven: no device offload
     Handle h = parse_handle(handle);
-    device(dev, "connect");
+    const Device& d = device(dev, "connect");
     Setup* s = reinterpret_cast<Setup*>(static_cast<uintptr_t>(h.pending));
     if (!s) {
-      s = new Setup;
-      s->dev = dev;
+      s = start_dial(d, h);
       h.pending = reinterpret_cast<uintptr_t>(s);
       memcpy(handle, &h, sizeof(h));
-      s->th = std::thread(run_setup, s, h, -1, true);
       return;
     }
-    Comm* c = nullptr;
+    std::unique_ptr<Link> link;
     try {
-      c = finish(s, true);
+      link = finish_dial(s);
     } catch (...) {
       h.pending = 0;
       memcpy(handle, &h, sizeof(h));
       throw;
     }
-    if (!c) return;
+    if (!link) return;
     h.pending = 0;
     memcpy(handle, &h, sizeof(h));
-    *send_comm = c;
+    *send_comm = new_comm(std::move(link), true, dev);
   });
 }
 
@@ -287,15 +248,8 @@ NcclResult accept(void* listen_comm, void** recv_comm, NcclNetDeviceHandle** dev
     if (!recv_comm) bad("accept", "recvComm is null");
     *recv_comm = nullptr;
     if (dev_comm) *dev_comm = nullptr;
-    if (!lc->pending) {
-      const int fd = lc->listener->try_accept();
-      if (fd < 0) return;
-      lc->pending = new Setup;
-      lc->pending->dev = lc->dev;
-      lc->pending->th = std::thread(run_setup, lc->pending, lc->listener->handle(), fd, false);
-      return;
-    }
-    *recv_comm = finish(lc->pending, false);
+    std::unique_ptr<Link> link = lc->acceptor->poll();
+    if (link) *recv_comm = new_comm(std::move(link), false, lc->dev);
   });
 }
 
@@ -325,7 +279,7 @@ NcclResult reg_mr_dmabuf(void* comm, void* data, size_t size, int type, uint64_t
 NcclResult dereg_mr(void* comm, void* mhandle) {
   return guard("deregMr", [&] {
     Comm* c = as_comm(comm, "deregMr");
-    c->link->dereg(static_cast<Region*>(mhandle));
+    if (mhandle) c->link->dereg(static_cast<Region*>(mhandle));  // null: nothing was registered
   });
 }
 
@@ -407,11 +361,7 @@ NcclResult close_listen(void* listen_comm) {
   return guard("closeListen", [&] {
     auto* lc = static_cast<ListenComm*>(listen_comm);
     if (!lc || lc->magic != kCommMagic + 1) bad("closeListen", "not a listen comm of this plugin");
-    if (lc->pending) {  // an accept in progress: wait for its end (bounded by its deadline)
-      lc->pending->th.join();
-      delete lc->pending;
-    }
-    lc->magic = 0;
+    lc->magic = 0;  // handshakes in progress end (a transport connect by its deadline)
     delete lc;
   });
 }
@@ -427,6 +377,9 @@ NcclResult irecv_consumed(void*, int, void*) { return kNcclSuccess; }
 NcclResult make_vdevice(int* dev, NcclVDeviceProps* props) {
   return guard("makeVDevice", [&] {
     if (!dev || !props) bad("makeVDevice", "d or props is null");
+    if (props->ndevs < 1 || props->ndevs > static_cast<int>(sizeof(props->devs) / sizeof(props->devs[0])))
+      bad("makeVDevice", "ndevs " + std::to_string(props->ndevs) + " (1 to " +
+                             std::to_string(sizeof(props->devs) / sizeof(props->devs[0])) + ")");
     if (props->ndevs != 1)
       core::raise(dcclInvalidUsage, "NET/dccl makeVDevice: merging " + std::to_string(props->ndevs) +
                                         " devices is not offered (each rail is a device of its own)");
