@@ -101,6 +101,25 @@ class Out {
   char buf_[4096];
 };
 
+// mkdir -p without allocating (async-signal-safe): false with errno set when a
+// part of `dir` cannot be made (a part that exists, folder or not, is passed over:
+// the open in dump() then names what is wrong with it).
+bool make_dirs(const char* dir) {
+  char part[512];
+  size_t n = 0;
+  for (; dir[n]; ++n) {
+    if (n + 1 >= sizeof(part)) return true;  // too long to copy: dump()'s open decides
+    if (dir[n] == '/' && n > 0) {
+      part[n] = '\0';
+      if (::mkdir(part, 0755) != 0 && errno != EEXIST) return false;
+    }
+    part[n] = dir[n];
+  }
+  part[n] = '\0';
+  if (n > 0 && ::mkdir(part, 0755) != 0 && errno != EEXIST) return false;
+  return true;
+}
+
 void write_entry(Out& o, int rank, const RecEntry& e, const ticks::Scale& sc) {
   o.s("{\"rank\":").i(rank);
   o.k("seq").u(e.seq).k("coll").q(e.coll).k("count").u(e.count).k("type").q(e.type).k("op").q(e.op);
@@ -154,7 +173,11 @@ void on_signal(int sig) {
 Recorder::Recorder(size_t capacity) : cap_(capacity) {
   if (cap_ == 0) return;
   ticks::init();
-  ring_ = std::make_unique<RecEntry[]>(cap_);
+  // One slot more than the calls kept: the slot begin() writes next is never one a
+  // dump reads, so that a dump taken while a call begins (another thread, or a
+  // signal handler on the writer's) still holds the newest `capacity` calls.
+  slots_ = cap_ + 1;
+  ring_ = std::make_unique<RecEntry[]>(slots_);
   for (int i = 0; i < kSlots; ++i) {
     Recorder* none = nullptr;
     if (g_live[i].compare_exchange_strong(none, this)) {
@@ -200,8 +223,8 @@ RecEntry* Recorder::begin(uint64_t seq, const char* coll, uint64_t count, const 
                           int peer) {
   if (cap_ == 0) return nullptr;
   const uint64_t n = head_.load(std::memory_order_relaxed);
-  RecEntry* e = &ring_[slot_next_];  // n % cap_, without a division on every call
-  if (++slot_next_ == cap_) slot_next_ = 0;
+  RecEntry* e = &ring_[slot_next_];  // n % slots_, without a division on every call
+  if (++slot_next_ == slots_) slot_next_ = 0;
   // The next call's entry was last written a whole ring ago and is out of the cache
   // by now: fetched while this call runs, it costs the next call no miss (a small
   // allreduce took 0.2 us longer per call with the ring cold).
@@ -295,7 +318,7 @@ void Recorder::store_reached() { store_t_.store(ticks::now(), std::memory_order_
 bool Recorder::latest(RecEntry* out) const {
   const uint64_t n = head_.load(std::memory_order_acquire);
   if (cap_ == 0 || n == 0) return false;
-  *out = ring_[(n - 1) % cap_];
+  *out = ring_[(n - 1) % slots_];
   return true;
 }
 
@@ -315,6 +338,7 @@ std::string Recorder::prepare_dir(const std::string& dir) {
 
 bool Recorder::dump(const char* reason, const char* dir) const noexcept {
   if (cap_ == 0) return false;
+  if (dir && dir[0] && !make_dirs(dir)) return false;  // errno: why
   if (!dir) dir = dir_;
   if (!dir || !dir[0]) return false;
   // <dir>/dccl-rec.<comm>.r<rank>.jsonl, built without allocating.
@@ -346,15 +370,15 @@ bool Recorder::dump(const char* reason, const char* dir) const noexcept {
     Out o(fd);
     const uint64_t head = head_.load(std::memory_order_acquire);
     const ticks::Scale sc = ticks::scale();
-    // The oldest slot is the next one begin() takes: a dump taken while the ring's
-    // writer runs (another thread, or the thread a signal interrupted) leaves it out.
-    const uint64_t first = head >= cap_ ? head - cap_ + 1 : 0;
+    // The newest cap_ calls; the spare slot (the next one begin() takes, which a
+    // writer running meanwhile may be filling) is left out.
+    const uint64_t first = head > cap_ ? head - cap_ : 0;
     o.s("{\"header\":1").k("rank").i(rank_).k("nranks").i(nranks_).k("host").q(host_).k("pid").i(getpid());
     o.k("comm").q(comm_).k("reason").q(reason).k("time_ns").i(now_ns()).k("calls").u(head);
     o.k("capacity").u(cap_).k("first").u(first).k("last_progress_ns").i(sc.to_ns(last_t_.load()));
     o.k("store_ns").i(sc.to_ns(store_t_.load()));  // 0 stays 0: never reached
     o.k("hosts").s(hosts_json_.c_str()).s("}\n");
-    for (uint64_t j = first; j < head; ++j) write_entry(o, rank_, ring_[j % cap_], sc);
+    for (uint64_t j = first; j < head; ++j) write_entry(o, rank_, ring_[j % slots_], sc);
     o.flush();
     ok = o.ok();
   }

@@ -99,7 +99,8 @@ class Recorder {
 
   // Writes the ring as JSON lines: a header line, then one line per call, oldest
   // first, to <dir>/dccl-rec.<comm>.r<rank>.jsonl (replaced). Async-signal-safe.
-  // `dir` null: the identified one. Returns false when nothing could be written.
+  // `dir` null: the identified one; a `dir` given is made (with its parents) where
+  // missing. Returns false, errno saying why, when nothing could be written.
   bool dump(const char* reason, const char* dir = nullptr) const noexcept;
   // Makes `dir` (and its parents) where missing and checks that this process can
   // write there: "" or the cause, for a warning at init (a dump cannot report).
@@ -117,9 +118,10 @@ class Recorder {
 
  private:
   size_t cap_;
+  size_t slots_ = 0;  // cap_ + 1: the ring keeps cap_ calls and a spare slot (recorder.cc)
   std::unique_ptr<RecEntry[]> ring_;
   std::atomic<uint64_t> head_{0};  // calls begun
-  size_t slot_next_ = 0;            // the slot the next call takes: head_ % cap_
+  size_t slot_next_ = 0;            // the slot the next call takes: head_ % slots_
   std::atomic<uint64_t> last_t_{0};  // ticks
   std::atomic<uint64_t> store_t_{0};  // ticks; 0: never
   char tag_[32] = {};

@@ -1,7 +1,7 @@
 #!/bin/bash
 # The flight recorder's signal dumps on one host, 2 ranks: SIGUSR2 makes each rank
-# write its ring (reason "on demand (SIGUSR2)", its newest calls: the ring's size
-# less one); a SIGSEGV in rank 1 makes it write its ring before it dies with
+# write its ring (reason "on demand (SIGUSR2)", its newest calls: as many as
+# DCCL_RECORDER); a SIGSEGV in rank 1 makes it write its ring before it dies with
 # the signal's default action (exit status 139 seen by dccl-run).
 # usage: recorder_signals_check.sh BUILD_DIR
 set -u
@@ -25,10 +25,10 @@ import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
 h, calls = lines[0], lines[1:]
 assert h["header"] == 1 and h["rank"] == int(sys.argv[2]) and h["reason"] == "on demand (SIGUSR2)", h
-# The ring of 64 less its oldest slot (the next one taken): the newest 63 calls.
-assert len(calls) == 63 and h["calls"] > 64, (len(calls), h["calls"])
+# DCCL_RECORDER=64: the newest 64 calls.
+assert len(calls) == 64 and h["calls"] > 64, (len(calls), h["calls"])
 seqs = [c["seq"] for c in calls]
-assert seqs == list(range(seqs[0], seqs[0] + 63)), seqs
+assert seqs == list(range(seqs[0], seqs[0] + 64)), seqs
 assert all(c["coll"] == "all_reduce" and c["count"] == 16 and c["tag"] == "trace" for c in calls)
 PY
 done
@@ -37,4 +37,4 @@ wait $run
 for i in $(seq 1 20); do grep -q SIGSEGV "$dir"/d/dccl-rec.*.r1.jsonl 2>/dev/null && break; sleep 0.1; done
 head -1 "$dir"/d/dccl-rec.*.r1.jsonl | grep -q '"reason":"signal SIGSEGV"' || fail "rank 1 wrote no dump on SIGSEGV"
 grep -q "rank 1 failed first (exit status 139)" "$dir/log" || fail "rank 1 did not die of its SIGSEGV"
-echo "SIGUSR2: both ranks dumped their newest 63 calls; SIGSEGV: rank 1 dumped, then died of it"
+echo "SIGUSR2: both ranks dumped their newest 64 calls; SIGSEGV: rank 1 dumped, then died of it"

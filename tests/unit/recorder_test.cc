@@ -1,9 +1,11 @@
-// The flight recorder's ring: wrap-around keeps the newest calls, steps beyond the
-// kept ones are counted, a nested call restores its parent, and a dump writes one
-// header line and one line per kept call, oldest first.
+// The flight recorder's ring: wrap-around keeps the newest calls (as many as its
+// capacity), a dump makes the folder it is given, steps beyond the kept ones are
+// counted, a nested call restores its parent, and a dump writes one header line
+// and one line per kept call, oldest first.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -36,15 +38,70 @@ TEST(Recorder, RingKeepsTheNewestCalls) {
   EXPECT_EQ(r.calls(), 10u);
   ASSERT_TRUE(r.dump("test"));
   const auto lines = lines_of(std::string(dir) + "/dccl-rec.abc.r3.jsonl");
-  ASSERT_EQ(lines.size(), 4u);  // the header and the newest 3: the oldest slot is the next one taken
+  ASSERT_EQ(lines.size(), 5u);  // the header and the newest 4: as many as the capacity
   EXPECT_NE(lines[0].find("\"header\":1"), std::string::npos);
   EXPECT_NE(lines[0].find("\"host\":\"node\\\"7\""), std::string::npos);  // quoted
-  EXPECT_NE(lines[0].find("\"first\":7"), std::string::npos);
-  EXPECT_NE(lines[1].find("\"seq\":7,"), std::string::npos);
-  EXPECT_NE(lines[1].find("\"count\":107,"), std::string::npos);
-  EXPECT_NE(lines[3].find("\"seq\":9,"), std::string::npos);
-  EXPECT_NE(lines[3].find("\"result\":5,"), std::string::npos);
+  EXPECT_NE(lines[0].find("\"first\":6"), std::string::npos);
+  EXPECT_NE(lines[1].find("\"seq\":6,"), std::string::npos);
+  EXPECT_NE(lines[1].find("\"count\":106,"), std::string::npos);
+  EXPECT_NE(lines[4].find("\"seq\":9,"), std::string::npos);
+  EXPECT_NE(lines[4].find("\"result\":5,"), std::string::npos);
   unlink((std::string(dir) + "/dccl-rec.abc.r3.jsonl").c_str());
+  rmdir(dir);
+}
+
+// DCCL_RECORDER=N keeps N calls, N=1 included, and a call running at the dump is
+// one of them (shown running).
+TEST(Recorder, KeepsAsManyCallsAsItsCapacity) {
+  char dir[] = "/tmp/dccl-rec-test-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string file = std::string(dir) + "/dccl-rec.cap.r0.jsonl";
+  for (size_t cap : {1, 2, 5}) {
+    Recorder r(cap);
+    r.identify(0, 2, "h", "cap", dir);
+    ASSERT_TRUE(r.dump("empty"));
+    EXPECT_EQ(lines_of(file).size(), 1u) << cap;  // the header alone: no call yet
+    for (uint64_t s = 0; s < 7; ++s) r.end(r.begin(s, "all_reduce", 1, "float32", "sum", 0, -1), 0);
+    ASSERT_TRUE(r.dump("ended"));
+    auto lines = lines_of(file);
+    ASSERT_EQ(lines.size(), cap + 1) << cap;
+    EXPECT_NE(lines[1].find("\"seq\":" + std::to_string(7 - cap) + ","), std::string::npos) << lines[1];
+    EXPECT_NE(lines[cap].find("\"seq\":6,"), std::string::npos) << lines[cap];
+    RecEntry* e = r.begin(7, "broadcast", 1, "float32", "sum", 0, -1);
+    ASSERT_TRUE(r.dump("running"));
+    lines = lines_of(file);
+    ASSERT_EQ(lines.size(), cap + 1) << cap;
+    EXPECT_NE(lines[cap].find("\"seq\":7,"), std::string::npos) << lines[cap];
+    EXPECT_NE(lines[cap].find("\"result\":-1,"), std::string::npos) << lines[cap];
+    r.end(e, 0);
+    RecEntry last;
+    ASSERT_TRUE(r.latest(&last));
+    EXPECT_EQ(last.seq, 7u);
+  }
+  unlink(file.c_str());
+  rmdir(dir);
+}
+
+// A folder given to dump() is made where missing, parents too; one that cannot be
+// made fails with errno saying why.
+TEST(Recorder, DumpMakesTheFolderGiven) {
+  char dir[] = "/tmp/dccl-rec-test-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  Recorder r(2);
+  r.identify(1, 2, "h", "mk", "");
+  r.end(r.begin(0, "all_reduce", 1, "float32", "sum", 0, -1), 0);
+  const std::string nested = std::string(dir) + "/a/b/";
+  ASSERT_TRUE(r.dump("on demand", nested.c_str()));
+  EXPECT_EQ(lines_of(nested + "dccl-rec.mk.r1.jsonl").size(), 2u);
+  const std::string file = std::string(dir) + "/file";
+  { std::ofstream(file) << "x"; }
+  errno = 0;
+  EXPECT_FALSE(r.dump("on demand", (file + "/d").c_str()));
+  EXPECT_EQ(errno, ENOTDIR);
+  unlink((nested + "dccl-rec.mk.r1.jsonl").c_str());
+  rmdir(nested.c_str());
+  rmdir((std::string(dir) + "/a").c_str());
+  unlink(file.c_str());
   rmdir(dir);
 }
 

@@ -20,12 +20,17 @@ namespace dcclrun {
 namespace {
 
 constexpr auto kGrace = std::chrono::seconds(3);          // SIGTERM -> SIGKILL
+// A rank failed: the others hear of it through their failure watcher and write
+// their flight-recorder dumps within milliseconds, then most exit on their own.
+// They get this long before SIGTERM (which would cut a dump short).
+constexpr auto kFailGrace = std::chrono::seconds(2);
 constexpr auto kDrain = std::chrono::milliseconds(1000);  // output after the last exit
 
 }  // namespace
 
 void Job::terminate() {
   terminating_ = true;
+  term_at_.reset();
   signal_all(SIGTERM, true);
   kill_at_ = Clock::now() + kGrace;
 }
@@ -90,8 +95,9 @@ void Job::reap() {
         if (running_ > 0 && opt_.keep_going) {
           say("rank " + std::to_string(i) + " failed first; the others run on (--keep-going)");
         } else if (running_ > 0) {
-          say("rank " + std::to_string(i) + " failed first; terminating the other ranks");
-          terminate();
+          say("rank " + std::to_string(i) + " failed first; terminating the other ranks (SIGTERM in " +
+              std::to_string(std::chrono::seconds(kFailGrace).count()) + " s unless they exit first)");
+          if (!term_at_) term_at_ = Clock::now() + kFailGrace;
         }
       }
     }
@@ -156,6 +162,11 @@ int Job::supervise(int sigfd) {
       say(std::string("timeout after ") + secs + " s; terminating all ranks");
       terminate();
     }
+    if (term_at_ && (now >= *term_at_ || running_ == 0)) {  // (every rank gone: their groups' leftovers)
+      if (running_ > 0) say("ranks still running " + std::to_string(std::chrono::seconds(kFailGrace).count()) +
+                            " s after the first failure; sending SIGTERM");
+      terminate();
+    }
     if (kill_at_ && now >= *kill_at_) {
       if (running_ > 0) say("ranks still running after SIGTERM; sending SIGKILL");
       signal_all(SIGKILL, true);
@@ -163,7 +174,7 @@ int Job::supervise(int sigfd) {
     }
     // Sleep until the next deadline.
     int wait_ms = -1;
-    for (const auto& t : {deadline && !timed_out_ ? deadline : std::nullopt, kill_at_, drain_until}) {
+    for (const auto& t : {deadline && !timed_out_ ? deadline : std::nullopt, term_at_, kill_at_, drain_until}) {
       if (!t) continue;
       const auto ms = std::chrono::ceil<std::chrono::milliseconds>(*t - now).count();
       const int m = static_cast<int>(std::max<long long>(0, std::min<long long>(ms, 1 << 30)));
@@ -197,6 +208,7 @@ int Job::supervise(int sigfd) {
         }
         interrupted_ = sig;
         terminating_ = true;
+        term_at_.reset();
         say("got signal " + std::to_string(sig) + "; forwarding it to the ranks");
         signal_all(sig, true);
         kill_at_ = Clock::now() + kGrace;

@@ -1,7 +1,7 @@
 // A running job: starts the ranks, forwards their output line by line with a
 // rank prefix, reaps them, forwards signals, enforces --timeout and ends the
-// job when one rank fails (SIGTERM to every rank's process group, SIGKILL after
-// a grace period).
+// job when one rank fails (the others get 2 s to write their failure dumps and
+// exit, then SIGTERM to every rank's process group, SIGKILL after a grace period).
 #pragma once
 #include <signal.h>
 #include <sys/types.h>
@@ -52,6 +52,7 @@ class Job {
   int first_failed_ = -1, first_code_ = 0;
   int interrupted_ = 0;  // the signal we forwarded, if any
   bool timed_out_ = false, terminating_ = false;
+  std::optional<Clock::time_point> term_at_;  // a rank failed: SIGTERM to the others then
   std::optional<Clock::time_point> kill_at_;
 };
 

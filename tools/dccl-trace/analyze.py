@@ -143,15 +143,20 @@ def slowest(job):
 def analyze(job):
     rep = {"comm": job.comm, "nranks": job.nranks, "dumped": sorted(job.ranks),
            "missing": [{"rank": r, "host": job.host_of(r)} for r in job.missing()],
-           "reasons": {str(r): d.reason for r, d in sorted(job.ranks.items())}}
+           "reasons": {str(r): d.reason for r, d in sorted(job.ranks.items())},
+           "torn": [{"rank": r, "host": job.host_of(r), "file": job.ranks[r].path,
+                     "last_seq": job.ranks[r].calls[-1]["seq"] if job.ranks[r].calls else None} for r in job.torn()],
+           "on_demand": job.on_demand(),
+           "calls_recorded": sum(len(d.calls) for d in job.ranks.values())}
     last = entry_state(job)
     frontier = max((c["seq"] for c in last.values() if c), default=-1)
     ahead = [r for r, c in last.items() if c and c["seq"] == frontier]
     frontier_call = job.ranks[ahead[0]].colls()[frontier] if ahead else None
     # Ranks that did not enter a call the others did: the furthest behind first.
     # (A rank stuck inside an earlier call did enter what it could: it is waiting, see waited_on.)
-    behind = sorted((r for r, c in last.items() if (c["seq"] if c else -1) < frontier and (not c or c["result"] == 0)),
-                    key=lambda r: (last[r]["seq"] if last[r] else -1, r))
+    # A torn dump (cut short) ends early without its rank having stopped there: left out.
+    behind = sorted((r for r, c in last.items() if (c["seq"] if c else -1) < frontier and (not c or c["result"] == 0)
+                     and not job.ranks[r].torn), key=lambda r: (last[r]["seq"] if last[r] else -1, r))
     rep["not_entered"] = []
     for r in behind:
         s = (last[r]["seq"] if last[r] else -1) + 1
@@ -199,7 +204,7 @@ def culprit(job, rep, frontier_call):
         return who(n["rank"], "not entered", n["call"], "never entered %s, which %s %s entered" % (
             n["call"], "rank" if len(entered) == 1 else "ranks", ",".join(map(str, entered))))
     call = call_text(frontier_call) if frontier_call else None
-    if rep["stuck"]:
+    if rep["stuck"] and not rep["on_demand"]:
         # The failure report one rank made reaches the others through the store: a rank
         # whose dump shows only a failure of its own, while the others share one, never
         # heard it (its link, or the store's link to it, is down).
@@ -223,7 +228,9 @@ def culprit(job, rep, frontier_call):
     if chain:
         r, c, why = chain
         return who(r, why[0], call_text(c) if c else call, why[1])
-    if rep["missing"] and rep["stuck"]:
+    if rep["missing"] and rep["stuck"] and not rep["on_demand"]:
+        # (Dumps taken on request only: a rank without one was not asked, or has no
+        # DCCL_RECORDER_DIR; that says nothing about it.)
         # Who the failure reports name, among the ranks that left no dump.
         votes = {}
         for r, d in job.ranks.items():
@@ -315,6 +322,8 @@ def waited_chain(job):
                 break
             p = pending[0]
             path.append(p)
+            if p not in job.ranks and job.on_demand():
+                break  # not asked for a dump, or no folder: nothing known of it
             if p not in job.ranks:
                 return p, c, ("no dump", "left no dump (stopped, killed or cut off); ranks waited on it in turn: %s, "
                                          "inside %s" % (" -> ".join(map(str, path)), call_text(c)))
@@ -330,6 +339,8 @@ def waited_chain(job):
                                                  " -> ".join(map(str, path))))
                 return p, c, ("data lost", "finished %s, but what it sent never arrived (its link or its host); "
                                            "ranks waited on it in turn: %s" % (call_text(c), " -> ".join(map(str, path))))
+            if mine is None and job.ranks[p].torn:
+                break  # its dump was cut short before this call: unknown, not absent
             if mine is None:
                 return p, c, ("not entered", "never entered %s; ranks waited on it in turn: %s" % (
                     call_text(c), " -> ".join(map(str, path))))

@@ -22,6 +22,14 @@ def gnuplot():
     raise ChartError("--png needs gnuplot, which is not on PATH (%s)" % hint)
 
 
+def empty(text):
+    """A panel with nothing to draw: `text` in its middle, no axes (an empty plot's
+    autoscale would show -10..10)."""
+    return ["set xrange [0:1]", "set yrange [0:1]", "unset xtics", "unset ytics", "set xlabel ''", "set ylabel ''",
+            "set label 1 '%s' at graph 0.5, 0.5 center" % text, "plot NaN notitle", "unset label 1",
+            "set autoscale x", "set autoscale y", "set xtics autofreq", "set ytics autofreq"]
+
+
 def write(job, rep, path):
     gp = gnuplot()
     with tempfile.TemporaryDirectory() as tmp:
@@ -39,6 +47,7 @@ def write(job, rep, path):
                 f.write(" ".join(row) + "\n")
         spans = os.path.join(tmp, "spans.dat")
         t0 = min((c["start_ns"] for d in job.ranks.values() for c in d.calls), default=0)
+        any_calls = any(d.calls for d in job.ranks.values())
         with open(spans, "w") as f:
             for r in ranks:
                 d = job.ranks[r]
@@ -63,15 +72,14 @@ def write(job, rep, path):
             "set yrange [-0.6:%d.6]" % max(job.nranks - 1, 0),
             "set palette defined (1 'forest-green', 2 'red', 3 'orange')", "set cbrange [1:3]", "unset colorbox",
             "set style fill solid 0.8 border -1",
-            "plot '%s' using 1:2:3:4:5:6:7 with boxxyerror lc palette" % spans,
+        ] + (["plot '%s' using 1:2:3:4:5:6:7 with boxxyerror lc palette" % spans] if any_calls else empty("no calls")) + [
             "set autoscale y", "set ytics autofreq",
             "set title 'time per call, by rank'", "set xlabel 'call (sequence number)'", "set ylabel 'ms'",
-            "set key outside right", "set logscale y" if seqs else "",
-            "plot " + (plots if plots and seqs else "0 notitle"),
-            "unset logscale y",
+            "set key outside right",
+        ] + (["set logscale y", "plot " + plots, "unset logscale y"] if plots and seqs else empty("no calls")) + [
             "set title 'bandwidth per link (sender->receiver)'", "set xlabel ''", "set ylabel 'MB/s'",
             "set style fill solid 0.6", "set boxwidth 0.7", "set yrange [0:*]", "unset key",
-            "plot '%s' using 1:3:xtic(2) with boxes" % links if items else "plot 0 notitle",
+        ] + (["plot '%s' using 1:3:xtic(2) with boxes" % links] if items else empty("no transfers")) + [
             "unset multiplot",
         ]
         sp = os.path.join(tmp, "chart.gp")

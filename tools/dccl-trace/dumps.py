@@ -2,16 +2,28 @@
 import glob
 import json
 import os
+import re
+import sys
+
+
+ON_DEMAND = ("on demand", "asked for through the store")  # reasons of dumps taken on request
 
 
 class RankDump:
-    def __init__(self, header, calls, path):
+    def __init__(self, header, calls, path, torn=False):
         self.header = header
         self.calls = calls  # oldest first
         self.path = path
         self.rank = header["rank"]
         self.host = header.get("host", "?")
         self.reason = header.get("reason", "")
+        # Its last line was cut short (the file copied or written part way): the
+        # calls after the last complete record are unknown, not absent.
+        self.torn = torn
+
+    def on_demand(self):
+        """Whether it was taken on request (SIGUSR2, dcclCommDumpRecorder), not at a failure."""
+        return self.reason.startswith(ON_DEMAND)
 
     def colls(self):
         """The collective calls by sequence number (send/recv groups left out)."""
@@ -41,26 +53,40 @@ class Job:
     def missing(self):
         return [r for r in range(self.nranks) if r not in self.ranks]
 
+    def torn(self):
+        return sorted(r for r, d in self.ranks.items() if d.torn)
+
+    def on_demand(self):
+        """Every dump was taken on request: a rank without one was not asked (or had
+        no folder), which says nothing about it."""
+        return bool(self.ranks) and all(d.on_demand() for d in self.ranks.values())
+
 
 class DumpError(Exception):
     """A path that cannot be read as a dump: the message names it and the cause."""
 
 
+def warn(text):
+    print("dccl-trace: warning: " + text, file=sys.stderr)
+
+
 def read_file(path):
-    header, calls = None, []
+    header, calls, bad = None, [], None
     try:
         with open(path) as f:
             lines = f.readlines()
     except (OSError, UnicodeDecodeError) as e:
         raise DumpError("%s: cannot read it: %s" % (path, e.strerror if isinstance(e, OSError) else e)) from None
-    for line in lines:
+    last = max((i for i, l in enumerate(lines) if l.strip()), default=-1)
+    for i, line in enumerate(lines):
         line = line.strip()
         if not line:
             continue
         try:
             obj = json.loads(line)
         except json.JSONDecodeError:
-            continue  # a line cut short (a dump interrupted by the process's end)
+            bad = i  # a line cut short: torn when it is the last
+            continue
         if not isinstance(obj, dict):
             continue
         if obj.get("header"):
@@ -69,7 +95,19 @@ def read_file(path):
             calls.append(obj)
     if header is not None and not isinstance(header.get("rank"), int):
         raise DumpError("%s: its header has no rank: not a flight-recorder dump" % path)
-    return RankDump(header, calls, path) if header else None
+    torn = bad is not None and bad == last
+    if torn:
+        m = re.search(r"\.r(\d+)\.jsonl$", path)
+        rank = header["rank"] if header else (int(m.group(1)) if m else None)
+        who = "rank %s" % rank if rank is not None else "rank unknown"
+        if header is None:
+            warn("%s (%s): torn dump: cut short inside its header; left out" % (path, who))
+        else:
+            warn("%s (%s): torn dump: its last line is cut short; its calls after %s are unknown" % (
+                path, who, "#%d" % calls[-1]["seq"] if calls else "the header"))
+    elif bad is not None:
+        warn("%s: line %d is not JSON; left out" % (path, bad + 1))
+    return RankDump(header, calls, path, torn) if header else None
 
 
 def load(paths):

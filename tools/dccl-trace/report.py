@@ -7,7 +7,13 @@ def text(job, rep):
     if c:
         out.append("culprit: rank %d on %s (%s): %s" % (c["rank"], c["host"], c["kind"], c["why"]))
     for m in rep["missing"]:
-        out.append("  no dump from rank %d on %s" % (m["rank"], m["host"]))
+        out.append("  no dump from rank %d on %s" % (m["rank"], m["host"]) +
+                   (" (the dumps were taken on demand: not asked, or no DCCL_RECORDER_DIR)" if rep["on_demand"] else ""))
+    for t in rep["torn"]:
+        out.append("  torn dump from rank %d on %s (cut short after %s): %s" % (
+            t["rank"], t["host"], "#%d" % t["last_seq"] if t["last_seq"] is not None else "its header", t["file"]))
+    if not rep["calls_recorded"]:
+        out.append("  no calls recorded in any dump")
     for n in rep["not_entered"]:
         out.append("  rank %d on %s did not enter %s (its last call: #%d)" % (n["rank"], n["host"], n["call"],
                                                                          n["last_seq"]))

@@ -24,7 +24,7 @@ def events(job, pid=0):
                        "dur": max((end - c["start_ns"]) / 1000.0, 0.001), "args": args})
             for peer, way, nbytes, posted, done in c.get("steps", []):
                 done = done if done > 0 else end  # still in flight at the dump
-                ev.append({"name": "%s %s %d B" % (way, "to" if way == "send" else "from", nbytes) + " rank %d" % peer,
+                ev.append({"name": "%s %d B %s rank %d" % (way, nbytes, "to" if way == "send" else "from", peer),
                            "cat": "step", "ph": "X", "pid": pid, "tid": r, "ts": us(posted),
                            "dur": max((done - posted) / 1000.0, 0.001), "args": {"peer": peer, "bytes": nbytes}})
         if d.reason:
