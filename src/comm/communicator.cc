@@ -176,14 +176,14 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key, const core
   struct RestoreLogRank {
     int rank;
     ~RestoreLogRank() { log_set_rank(rank); }
-  } restore{state_.rank};
+  } restore{log_rank_};
   // Without settings of its own the child waits as this one decided to (its ranks
   // share their hosts' cores with this communicator's).
   core::Config inherited = cfg_;
   inherited.spin_us = plan_.spin.spin_us;
   auto child =
       std::make_unique<Communicator>(id, new_n, new_rank, std::move(server), "", place_, cfg ? cfg : &inherited, deadline,
-                                     label_);
+                                     label_, log_rank_);
   std::vector<std::string> names;
   for (const auto& m : members) names.push_back(state_.peer_names[static_cast<size_t>(m.second)]);
   child->set_peer_names(std::move(names));

@@ -44,12 +44,14 @@ class Communicator {
   // environment's, load_config()). `deadline`: init's phases end by it (default:
   // DCCL_TIMEOUT_S from now; split() passes its own). `label`: how failure reports
   // name this rank (its lease, and the store it hosts): "rank R" by default; a split
-  // child's rank as its parent names it. Throws Error on failure.
+  // child's rank as its parent names it. `log_rank`: the rank its log lines carry
+  // (-1: `rank`; a split child: its parent's, so that one process's lines all carry
+  // one rank). Throws Error on failure.
   using Place = ProcessPlace;
   using TimePoint = std::chrono::steady_clock::time_point;
   Communicator(const boot::UniqueIdData& id, int nranks, int rank, std::unique_ptr<boot::StoreServer> server,
                const std::string& ns, Place place = {}, const core::Config* cfg = nullptr, TimePoint deadline = {},
-               std::string label = {});
+               std::string label = {}, int log_rank = -1);
   ~Communicator();
 
   int rank() const { return state_.rank; }
@@ -188,6 +190,7 @@ class Communicator {
   topo::Topology topo_;
   Place place_;
   std::string label_;  // "rank R", or the name the parent of a split gives this rank
+  int log_rank_;       // the rank its log lines carry (the constructor's log_rank)
   uint64_t splits_ = 0;  // split() calls so far: names each split's keys
   std::unique_ptr<boot::Bootstrap> boot_;
   std::array<uint8_t, 16> secret_{};  // the job secret: split() derives its children's from it

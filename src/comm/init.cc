@@ -52,17 +52,18 @@ std::chrono::milliseconds time_left(Communicator::TimePoint deadline) {
 
 Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
                            std::unique_ptr<boot::StoreServer> server, const std::string& ns, Place place,
-                           const core::Config* cfg, TimePoint deadline, std::string label)
+                           const core::Config* cfg, TimePoint deadline, std::string label, int log_rank)
     : cfg_(cfg ? *cfg : core::load_config()),
       place_(place),
       label_(label.empty() ? "rank " + std::to_string(rank) : std::move(label)),
+      log_rank_(log_rank >= 0 ? log_rank : rank),
       p2p_send_(nranks),
       p2p_recv_(nranks) {
   state_.rank = rank;
   state_.nranks = nranks;
   state_.timeout_ms = cfg_.timeout_ms;
   secret_ = id.secret;
-  core::log_set_rank(rank);
+  core::log_set_rank(log_rank_);
   core::log_configure(cfg_.debug);
   // A bad DCCL_ALGO fails here, before the store and the transport are made.
   try {

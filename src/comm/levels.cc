@@ -10,6 +10,18 @@ namespace dccl::comm {
 using core::Error;
 using core::log_set_rank;
 
+namespace {
+// A step's error begins with the rank this process has in the sub-communicator
+// ("rank 0: reduce_scatter #284 ..."), which reads as another rank of the job:
+// ": as rank 0 of its host's ranks: reduce_scatter #284 ...".
+std::string as_sub_rank(const Communicator& c, const std::string& what) {
+  const std::string own = "rank " + std::to_string(c.rank()) + ": ";
+  if (what.rfind(own, 0) != 0) return ": " + what;
+  return " (this process is rank " + std::to_string(c.rank()) + " of " + std::to_string(c.nranks()) +
+         " there): " + what.substr(own.size());
+}
+}  // namespace
+
 CommLevels::CommLevels(const topo::Topology& topo, int64_t timeout_ms, size_t piece_bytes,
                        std::unique_ptr<Communicator> local, std::unique_ptr<Communicator> cross,
                        const std::chrono::steady_clock::time_point* deadline)
@@ -63,7 +75,7 @@ void CommLevels::run(Communicator& c, const coll::SubOp& s, sched::Stream* strea
     c.submit_one(op, stream);
   } catch (const Error& e) {
     throw Error(e.code(), std::string(&c == local_.get() ? "intra-host " : "cross-host ") + tune::coll_name(op.coll) +
-                              " step failed: " + e.what());
+                              " step failed" + as_sub_rank(c, e.what()));
   }
 }
 
@@ -86,7 +98,7 @@ void CommLevels::cross_wait() {
     while (!worker_->wait_idle(timeout_ms_)) {
     }
   } catch (const Error& e) {
-    throw Error(e.code(), std::string("cross-host step failed: ") + e.what());
+    throw Error(e.code(), "cross-host step failed" + as_sub_rank(*cross_, e.what()));
   }
 }
 

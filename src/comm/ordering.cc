@@ -64,7 +64,7 @@ struct Communicator::SubmitGate {
 };
 
 void Communicator::run_ticket(uint64_t ticket, std::span<const sched::Op> ops) {
-  log_set_rank(state_.rank);
+  log_set_rank(log_rank_);
   // The call's one deadline, for its turn and every wait in it: DCCL_TIMEOUT_S from
   // now, or the larger call's that this one is a step of (the hierarchy's). Read
   // from the coarse clock (the same clock, a few ms behind): a timeout is seconds,
@@ -122,9 +122,9 @@ void Communicator::run_ticket(uint64_t ticket, std::span<const sched::Op> ops) {
     // report that stopped a sub-communicator ("stopped: ...") names its cause already.
     const std::string& me = state_.peer_names[static_cast<size_t>(state_.rank)];
     const std::string here = me.substr(me.find(" on ")) + " (";
-    const std::string what = e.what();
-    const bool echo_timeout = e.code() == dcclTimeout && topo_.nhosts() > 1 && what.find(here) != std::string::npos &&
-                              what.find("stopped: ") == std::string::npos;
+    const std::string text = e.what();
+    const bool echo_timeout = e.code() == dcclTimeout && topo_.nhosts() > 1 && text.find(here) != std::string::npos &&
+                              text.find("stopped: ") == std::string::npos;
     if (!state_.fail.raised() && (e.code() == dcclRemoteError || e.code() == dcclSystemError || echo_timeout)) {
       // A transport error here is often the echo of another rank's failure (its
       // peers cancel or vanish): give the watcher a moment to bring the root cause.
@@ -133,7 +133,7 @@ void Communicator::run_ticket(uint64_t ticket, std::span<const sched::Op> ops) {
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     if (state_.fail.raised() && std::string(e.what()).find(state_.fail.text()) == std::string::npos) {
-      Error root(state_.fail.code(), describe(state_.rank, "operation", "stopped: " + state_.fail.text() + " (seen here as: " + e.what() + ")"));
+      Error root(state_.fail.code(), describe(state_.rank, what(), "stopped: " + state_.fail.text() + " (seen here as: " + e.what() + ")"));
       record_error(root);
       throw root;
     }

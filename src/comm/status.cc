@@ -26,7 +26,10 @@ StatusPublisher::StatusPublisher(const boot::UniqueIdData& id, int rank, int nra
                                  std::chrono::milliseconds period, std::chrono::milliseconds connect_timeout)
     : rank_(rank), nranks_(nranks), host_(std::move(host)), rec_(rec), stats_(std::move(stats)), period_(period) {
   conn_ = std::make_unique<boot::Bootstrap>(id, rank, nranks, connect_timeout, nullptr, ns, boot::Bootstrap::Role::Watch);
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this, log_rank = core::log_rank()] {
+    core::log_set_rank(log_rank);  // the communicator's log rank (a split child's: its parent's)
+    run();
+  });
 }
 
 StatusPublisher::~StatusPublisher() {
@@ -73,7 +76,6 @@ std::string StatusPublisher::record() const {
 }
 
 void StatusPublisher::run() {
-  core::log_set_rank(rank_);
   std::string seen;  // the dump generation taken last
   for (;;) {
     try {

@@ -43,8 +43,8 @@ Watchdog::Watchdog(const boot::UniqueIdData& id, int rank, const std::string& la
                                              boot::Bootstrap::Role::Watch);
   std::string store = "the bootstrap store at " + watch_->store_address();
   if (!watch_->store_host().empty()) store += ", hosted by " + watch_->store_host();
-  thread_ = std::thread([this, rank, store, on_failure = std::move(on_failure)] {
-    log_set_rank(rank);
+  thread_ = std::thread([this, log_rank = core::log_rank(), store, on_failure = std::move(on_failure)] {
+    log_set_rank(log_rank);
     try {
       dcclResult_t code;
       std::string text;
@@ -96,9 +96,8 @@ void Watchdog::announce(dcclResult_t code, const std::string& text) {
   if (announced_) return;  // the first one wins at the store anyway
   announced_ = true;
   own_ = encode(code, text);
-  const int rank = boot_.rank();
-  announcer_ = std::thread([this, rank, value = own_] {
-    log_set_rank(rank);
+  announcer_ = std::thread([this, log_rank = core::log_rank(), value = own_] {
+    log_set_rank(log_rank);
     std::lock_guard<std::mutex> blk(boot_mu_);
     try {
       boot_.set(kKey, value, kAnnounceBound);

@@ -75,6 +75,7 @@ LogLevel log_level() {
 void log_configure(const std::string& level) { g_level.store(static_cast<int>(parse_level(level))); }
 
 void log_set_rank(int rank) { t_rank = rank; }
+int log_rank() { return t_rank; }
 
 void log_msg(LogLevel level, const char* fmt, ...) {
   if (level > log_level()) return;

@@ -17,6 +17,7 @@ bool valid_log_level(const std::string& text);
 // load_config has refused unknown text; it counts as WARN here).
 void log_configure(const std::string& level);
 void log_set_rank(int rank);  // per thread: which rank this thread speaks for
+int log_rank();               // this thread's (-1: none)
 void log_msg(LogLevel level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
 // At most one line per interval for one kind of message that a peer can make us
