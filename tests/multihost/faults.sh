@@ -4,6 +4,7 @@
 # usage: faults.sh MODE TRIALS DCCL_RUN HOST_FAULT
 #   kill      kill -9 of rank 3 (host 1 of 2, 2 ranks each) during 1 MiB allreduces;
 #             survivors (ranks 0-2) fail within 3 s
+# Every mode but initfail: a process's log lines carry its rank (not a sub-communicator's).
 #   linkdown  host 1's interface taken down (ip link set eth0 down in its namespace):
 #             host 1 loses the store and host 0. Every rank fails within
 #             DCCL_TIMEOUT_S (5 s) + 1 s, ranks 0 and 1 naming a rank of host 1
@@ -97,6 +98,10 @@ for t in $(seq 1 "$trials"); do
   fi
   wait $pid
   ok=1 tw=0
+  # A process's log lines carry its own rank, its sub-communicators' lines too.
+  other=$(grep -E '^\[[0-9]+\] [^ ]+ \[rank [0-9]+\] DCCL' "$dir/log" |
+    awk '{r = substr($1, 2, length($1) - 2); match($0, /\[rank [0-9]+\]/); if (substr($0, RSTART + 6, RLENGTH - 7) != r) print}')
+  if [ -n "$other" ]; then echo "  log lines naming another rank than their process's:"; echo "$other" | head -3; ok=0; fi
   for r in $checked; do
     f=$dir/result.$r
     if [ ! -s "$f" ]; then
