@@ -3,8 +3,8 @@
 # 1 (the job failed), never a misleading text: dccl-info --plan's unknown option,
 # missing and bad values; dccl-relay's unknown flag; a DCCL_PROVIDER no provider
 # answers to (a typo: unavailable, the available ones listed, not "not trusted");
-# dccl-perf's usage errors on every rank, -c, --json and --trace paths checked before
-# the sweep, -b 0; dccl-info --job's --stale-s and port, --plan's --provider.
+# dccl-perf's usage errors on every rank, -c, --json and --trace paths (and --trace's
+# recorder) checked before the sweep, -b 0; dccl-info --job's --stale-s and port, --plan's --provider.
 # Usage: bad_input_check.sh BUILD_DIR
 set -u
 B=$1
@@ -49,6 +49,9 @@ absent "perf: no sweep before the --json error" "Avg bus bandwidth"
 expect "perf: --trace into a missing folder fails before the sweep" 1 "cannot make the folder $T/no/t.json.dumps" \
   "$RUN" -n 2 --timeout 50 "$PERF" all_reduce -b 8 -e 8 -n 1 -w 0 --trace "$T/no/t.json"
 absent "perf: no sweep before the --trace error" "Avg bus bandwidth"
+expect "perf: --trace with the recorder off fails before the sweep" 1 "the flight recorder is off (DCCL_RECORDER=0)" \
+  "$RUN" -n 2 --timeout 50 --env DCCL_RECORDER=0 "$PERF" all_reduce -b 8 -e 8 -n 1 -w 0 --trace "$T/off.json"
+absent "perf: no sweep before the recorder-off error" "Avg bus bandwidth"
 expect "perf: -b 0 runs" 0 "Avg bus bandwidth" "$RUN" -n 1 --timeout 50 "$PERF" all_reduce -b 0 -e 64 -n 1 -w 0
 zeros=$(grep -cE '^\[0\] +0 +0 ' "$T/out")
 if [ "$zeros" -eq 1 ]; then echo "ok   perf: -b 0: one row of size 0"; else

@@ -52,6 +52,16 @@ int check_outputs(Ctx& c) {
   }
   if (c.rank == 0 && !bad && !o.trace_file.empty()) bad = prepare_trace(o.trace_file);
   PERF_CHECK(c, dcclAllReduce(&bad, &bad, 1, dcclInt32, dcclMax, c.comm, nullptr));
+  if (!bad && !o.trace_file.empty()) {
+    // Every rank's recorder must be on and able to write there (a trial dump, which
+    // the one after the sweep replaces): DCCL_RECORDER=0 fails now, not after it.
+    const std::string dir = o.trace_file + ".dumps";
+    if (dcclCommDumpRecorder(c.comm, dir.c_str(), 0) != dcclSuccess) {
+      std::fprintf(stderr, "dccl-perf --trace: rank %d: %s\n", c.rank, dcclGetLastError(c.comm));
+      bad = 1;
+    }
+    PERF_CHECK(c, dcclAllReduce(&bad, &bad, 1, dcclInt32, dcclMax, c.comm, nullptr));
+  }
   return bad;
 }
 
