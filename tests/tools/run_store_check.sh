@@ -1,7 +1,9 @@
 #!/bin/bash
 # dccl-run's store on the job's DCCL_ADDR and DCCL_SECRET (given with --env): an
 # observer reaches it with the same address and secret (dccl-info --job lists both
-# ranks in a call, and names no culprit in this healthy job); a secret that is not 32 hex digits fails before any rank starts.
+# ranks in a call, and names no culprit in this healthy job; a namespace with no communicator
+# and a wrong secret are named, without calling the observer rank 0); a secret that is not 32
+# hex digits fails before any rank starts.
 # usage: run_store_check.sh BUILD_DIR
 set -u
 build=$1
@@ -26,6 +28,12 @@ for i in 1 2 3 4 5; do
   grep -q '"culprit":null' "$dir/json" || { cat "$dir/json"; fail "a culprit named in a healthy job"; }
   sleep 0.3
 done
+# A namespace with no communicator is named so; the observer is not called "rank 0".
+"$build/tools/dccl-info" --job "$addr" --secret "$secret" --ns nosuch > "$dir/ns" 2>&1 && fail "--ns nosuch succeeded"
+grep -q "has no communicator there: namespace 'nosuch': no communicator" "$dir/ns" || { cat "$dir/ns"; fail "--ns nosuch not named"; }
+grep -q "DCCL_STATUS_MS\|rank 0: " "$dir/ns" && { cat "$dir/ns"; fail "--ns nosuch blamed DCCL_STATUS_MS or named rank 0"; }
+"$build/tools/dccl-info" --job "$addr" --secret 0123456789abcdef0123456789abcdef > "$dir/sec" 2>&1 && fail "a wrong secret succeeded"
+grep -q "with this secret: " "$dir/sec" && ! grep -q "secret: rank 0: " "$dir/sec" || { cat "$dir/sec"; fail "a wrong secret: the observer named rank 0"; }
 kill $pid
 wait $pid
 "$build/tools/dccl-run" -n 2 --env DCCL_ADDR=$addr --env DCCL_SECRET=xyz true > "$dir/log" 2>&1 && fail "a bad secret ran"

@@ -64,12 +64,19 @@ std::unique_ptr<Bootstrap> connect(const dccl::boot::UniqueIdData& id, const std
   return std::make_unique<Bootstrap>(id, 0, 1, std::chrono::seconds(5), nullptr, ns, Bootstrap::Role::Watch);
 }
 
+// The store connection's errors begin "rank 0: " (the observer connects as rank 0
+// of a watch): not a rank of the job, so left out.
+std::string observer_text(const std::string& what) {
+  return what.rfind("rank 0: ", 0) == 0 ? what.substr(8) : what;
+}
+
 // The communicator's namespace: the one given, else the first that has status records
 // ("" for dcclCommInitRank's, "env0" for the first dcclCommInitFromEnv's).
 std::unique_ptr<Bootstrap> find_job(const dccl::boot::UniqueIdData& id, std::string* ns, int* n) {
   std::vector<std::string> tries = ns->empty() ? std::vector<std::string>{"", "env0", "env1", "env2"}
                                                : std::vector<std::string>{*ns};
   std::string why;
+  bool any_comm = false;  // a namespace with a communicator (but no status records)
   const std::string at = id.host + ":" + std::to_string(id.port);
   for (const std::string& t : tries) {
     std::unique_ptr<Bootstrap> b;
@@ -79,7 +86,7 @@ std::unique_ptr<Bootstrap> find_job(const dccl::boot::UniqueIdData& id, std::str
       // A namespace without a communicator: try the next; anything else (nothing
       // listening, another job's secret) ends the search at once.
       if (std::string(e.what()).find("no communicator") == std::string::npos)
-        throw std::runtime_error("cannot reach the job's store at " + at + " with this secret: " + e.what());
+        throw std::runtime_error("cannot reach the job's store at " + at + " with this secret: " + observer_text(e.what()));
       why += std::string(why.empty() ? "" : "; ") + "namespace '" + t + "': no communicator";
       continue;
     }
@@ -88,9 +95,11 @@ std::unique_ptr<Bootstrap> find_job(const dccl::boot::UniqueIdData& id, std::str
       *ns = t;
       return b;
     } catch (const dccl::core::Error& e) {
-      why += std::string(why.empty() ? "" : "; ") + "namespace '" + t + "': no status records (" + e.what() + ")";
+      any_comm = true;
+      why += std::string(why.empty() ? "" : "; ") + "namespace '" + t + "': no status records (" + observer_text(e.what()) + ")";
     }
   }
+  if (!any_comm) throw std::runtime_error("the store at " + at + " has no communicator there: " + why);
   throw std::runtime_error("the store at " + at + " has no status records (is DCCL_STATUS_MS 0 in the job?): " + why);
 }
 
