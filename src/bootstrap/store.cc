@@ -248,20 +248,17 @@ void Server::on_set(uint64_t cid, Conn& c, wire::Frame& f) {
   if (!admit(cid, c, f.req, "SET", old, f.key.size() + f.value.size())) return;
   wire::append_ok(c.out, f.req);
   mark(cid, c);
-  const bool abandons = abandon_key(c, f.key);
-  put(f.key, std::string(f.value));
-  if (abandons) abandon_space(c, f.value);
+  put_by(c, f.key, std::move(f.value));
 }
 
-bool Server::abandon_key(const Conn& c, const std::string& key) const {
-  return c.claims && key.size() == c.ns.size() + wire::kAbandonKey.size() && key.starts_with(c.ns) &&
-         key.ends_with(wire::kAbandonKey);
-}
-
-void Server::abandon_space(const Conn& c, const std::string& why) {
+void Server::put_by(const Conn& c, const std::string& key, std::string value) {
+  const bool abandons = c.claims && key.size() == c.ns.size() + wire::kAbandonKey.size() && key.starts_with(c.ns) &&
+                        key.ends_with(wire::kAbandonKey);
+  const std::string why = abandons ? std::string(wire::kAbandoned) + value : std::string();
+  put(key, std::move(value));
+  if (!abandons) return;
   auto it = spaces_.find(c.ns);
-  if (it == spaces_.end() || !it->second.failed.empty()) return;
-  fail_space(c.ns, it->second, std::string(wire::kAbandoned) + why);
+  if (it != spaces_.end() && it->second.failed.empty()) fail_space(c.ns, it->second, why);
 }
 
 void Server::on_lease(uint64_t cid, Conn& c, wire::Frame& f) {
@@ -285,10 +282,7 @@ void Server::fire_lease(Conn& c) {
   }
   DCCL_WARN("%s: %s closed while holding a lease (%s): setting '%s'", where_.c_str(), who(c).c_str(),
             c.why.c_str(), c.lease_key.c_str());
-  const bool abandons = abandon_key(c, c.lease_key);
-  const std::string why = abandons ? c.lease_value : std::string();
-  put(c.lease_key, std::move(c.lease_value));
-  if (abandons) abandon_space(c, why);
+  put_by(c, c.lease_key, std::move(c.lease_value));
 }
 
 void Server::put(const std::string& key, std::string value) {

@@ -116,9 +116,9 @@ class Server final : public StoreServer {
   void put(const std::string& key, std::string value);
   // Performs the SET a closing connection's lease promised, unless the key exists.
   void fire_lease(Conn& c);
-  // wire::kAbandonKey in the claiming connection's namespace: a rank's init failed.
-  bool abandon_key(const Conn& c, const std::string& key) const;
-  void abandon_space(const Conn& c, const std::string& why);
+  // put() of a key connection `c` set (or its lease did): wire::kAbandonKey in a
+  // claiming connection's namespace (a rank's init failed) then fails the namespace.
+  void put_by(const Conn& c, const std::string& key, std::string value);
   void flush(Conn& c);
   // Output is flushed once per loop turn, however many frames were queued.
   void mark(uint64_t cid, Conn& c) {

@@ -2,7 +2,6 @@
 // process's place, the transport, the plan, the data paths, the state shared with
 // the scheduler, the failure watcher, the sub-communicators; then every rank meets.
 #include <net/if.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -10,7 +9,6 @@
 #include <mutex>
 
 #include "comm/communicator.hpp"
-#include "core/host.hpp"
 #include "core/host_sleepers.hpp"
 #include "core/launcher.hpp"
 #include "core/log.hpp"
@@ -78,7 +76,7 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   open_store(id, std::move(server), ns, deadline);
   // Until init ends, a failure here (or this process's end) fails the other ranks'
   // init at once, naming this rank and the cause, instead of at their timeout.
-  const std::string who = label_ + " (pid " + std::to_string(getpid()) + " on " + core::host_name() + ")";
+  const std::string who = rank_who(label_);
   boot_->lease_init(who);
   try {
     std::string host_id;

@@ -13,7 +13,7 @@ using core::log_set_rank;
 namespace {
 // A step's error begins with the rank this process has in the sub-communicator
 // ("rank 0: reduce_scatter #284 ..."), which reads as another rank of the job:
-// ": as rank 0 of its host's ranks: reduce_scatter #284 ...".
+// " (this process is rank 0 of 2 there): reduce_scatter #284 ...".
 std::string as_sub_rank(const Communicator& c, const std::string& what) {
   const std::string own = "rank " + std::to_string(c.rank()) + ": ";
   if (what.rfind(own, 0) != 0) return ": " + what;

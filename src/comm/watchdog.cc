@@ -28,16 +28,19 @@ void decode(const std::string& v, dcclResult_t* code, std::string* text) {
 }
 }  // namespace
 
+std::string rank_who(const std::string& label) {
+  return label + " (pid " + std::to_string(getpid()) + " on " + core::host_name() + ")";
+}
+
 Watchdog::Watchdog(const boot::UniqueIdData& id, int rank, const std::string& label, int nranks,
                    const std::string& ns, boot::Bootstrap& boot, std::mutex& boot_mu,
                    std::function<void(dcclResult_t, const std::string&)> on_failure,
                    std::chrono::milliseconds connect_timeout)
     : boot_(boot), boot_mu_(boot_mu) {
-  const std::string host = core::host_name();
   {
     std::lock_guard<std::mutex> lk(boot_mu_);
-    boot_.lease(kKey, encode(dcclRemoteError, label + " (pid " + std::to_string(getpid()) + " on " + host +
-                                                  ") exited or lost its connection without destroying its communicator"));
+    boot_.lease(kKey, encode(dcclRemoteError,
+                             rank_who(label) + " exited or lost its connection without destroying its communicator"));
   }
   watch_ = std::make_unique<boot::Bootstrap>(id, rank, nranks, connect_timeout, nullptr, ns,
                                              boot::Bootstrap::Role::Watch);

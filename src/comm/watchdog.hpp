@@ -24,6 +24,10 @@
 
 namespace dccl::comm {
 
+// "rank R (pid P on host)": how the store's reports name a rank whose name in its
+// communicator is `label` (its failure lease here, init's lease in Communicator).
+std::string rank_who(const std::string& label);
+
 class Watchdog {
  public:
   // The longest an announcement waits for the store.

@@ -118,9 +118,7 @@ struct Recording {
     if (e) rec->end(e, ok ? dcclSuccess : e->error ? e->error : dcclInternalError);
   }
 };
-}  // namespace
 
-namespace {
 // One collective of a submission (not a send/recv).
 void run_collective(ExecutorInputs& res, const Op& op) {
   Recording rec(res.rec, op, tune::coll_name(op.coll), op.count);
