@@ -166,14 +166,17 @@ dcclResult_t dcclCommInitRankConfig(dcclComm_t* comm, int nranks, dcclUniqueId c
     if (rank < 0 || rank >= nranks)
       core::raise(dcclInvalidArgument, std::string(fn) + ": rank " + std::to_string(rank) + " is outside [0, " +
                                            std::to_string(nranks) + ")");
+    boot::UniqueIdData id = boot::decode_id(commId);
+    // A bad DCCL_* setting fails the job's init (the other ranks learn it through the
+    // store); a bad field of `config` is this call's, refused leaving the id usable
+    // (rank 0's store stays parked until the call that forms the communicator).
     core::Config loaded;
     try {
-      loaded = core::load_config();  // a bad DCCL_* setting, named with this rank and call
+      loaded = core::load_config();
     } catch (const core::Error& e) {
-      core::raise(e.code(), core::describe(rank, fn, e.what()));
+      comm::fail_before_join(id, nranks, rank, nullptr, "", e.code(), core::describe(rank, fn, e.what()));
     }
     const core::Config cfg = api::apply_config(config, loaded, rank, fn, &blocking);
-    boot::UniqueIdData id = boot::decode_id(commId);
     std::unique_ptr<boot::StoreServer> server;
     if (rank == 0) server = boot::take_parked_server(id);
     if (blocking)
@@ -230,6 +233,8 @@ dcclResult_t dcclCommInitFromEnv(dcclComm_t* comm) {
     boot::EnvJob job = boot::env_job();
     std::unique_ptr<boot::StoreServer> server = boot::env_store(&job);
     std::string ns = "env" + std::to_string(g_env_inits.fetch_add(1));
+    if (job.bad_setting != dcclSuccess)  // the other ranks learn it through the store
+      comm::fail_before_join(job.id, job.nranks, job.rank, std::move(server), ns, job.bad_setting, job.bad_text);
     make_comm(comm, job.id, job.nranks, job.rank, std::move(server), ns);
   });
 }

@@ -422,6 +422,7 @@ void Bootstrap::name_host(const std::string& label) {
   if (impl_->server) impl_->server->set_host_label(label);
 }
 const std::string& Bootstrap::store_address() const { return impl_->where; }
+std::unique_ptr<StoreServer> Bootstrap::release_server() { return std::move(impl_->server); }
 
 Bootstrap::~Bootstrap() {
   if (impl_) impl_->fd.reset();  // close our connection before stopping a server we own

@@ -92,6 +92,9 @@ class Bootstrap {
   void name_host(const std::string& label);
   // "host:port" of the store.
   const std::string& store_address() const;
+  // The store this rank hosts (null if none), handed back, so that it may outlive
+  // this connection (a failed init parks it: ranks that come later learn the cause).
+  std::unique_ptr<StoreServer> release_server();
 
  private:
   struct Impl;

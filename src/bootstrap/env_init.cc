@@ -168,28 +168,14 @@ void parse_store_addr(const std::string& a, std::string* host, int* port) {
   *port = static_cast<int>(p);
 }
 
-EnvJob env_job() {
-  EnvJob job;
-  bool found = false;
-  for (const core::Launcher& l : core::launchers())
-    if ((found = pick(l.rank, l.size, l.name, &job))) break;
-  if (!found)
-    core::raise(dcclInvalidArgument,
-          "dcclCommInitFromEnv: no rank/size in the environment (set DCCL_RANK and DCCL_WORLD_SIZE, "
-          "or run under dccl-run, torchrun, mpirun or srun)");
-  if (job.nranks < 1 || job.rank < 0 || job.rank >= job.nranks)
-    core::raise(dcclInvalidArgument, "dcclCommInitFromEnv: rank " + std::to_string(job.rank) + " / size " +
-                                   std::to_string(job.nranks) + " from " + job.source + " is out of range");
-  core::Config cfg;
-  try {
-    cfg = core::load_config();  // a bad setting fails here, naming it
-  } catch (const core::Error& e) {
-    core::raise(e.code(), core::describe(job.rank, "dcclCommInitFromEnv", e.what()));
-  }
+namespace {
+// The rendezvous of `job`: its store's address and the job's secret.
+void resolve_job(EnvJob* jp, const core::Config& cfg) {
+  EnvJob& job = *jp;
   if (const char* id = env("DCCL_ID")) {
     job.id = decode_id(id_from_hex(id));
     g_jobs.fetch_add(1);
-    return job;
+    return;
   }
   std::string host;
   int64_t port = -1;
@@ -218,7 +204,7 @@ EnvJob env_job() {
     job.id.origin = "private to the single rank";
     job.host_store = true;
     g_jobs.fetch_add(1);
-    return job;
+    return;
   } else {
     const std::string missing = env("MASTER_ADDR") ? "MASTER_PORT is not set (MASTER_ADDR is)"
                                 : env("MASTER_PORT") ? "MASTER_ADDR is not set (MASTER_PORT is)"
@@ -287,6 +273,39 @@ EnvJob env_job() {
                                    "the same address shares that store, so keep the secret, or destroy the first "
                                    "communicator before"));
   g_jobs.fetch_add(1);
+}
+}  // namespace
+
+EnvJob env_job() {
+  EnvJob job;
+  bool found = false;
+  for (const core::Launcher& l : core::launchers())
+    if ((found = pick(l.rank, l.size, l.name, &job))) break;
+  if (!found)
+    core::raise(dcclInvalidArgument,
+          "dcclCommInitFromEnv: no rank/size in the environment (set DCCL_RANK and DCCL_WORLD_SIZE, "
+          "or run under dccl-run, torchrun, mpirun or srun)");
+  if (job.nranks < 1 || job.rank < 0 || job.rank >= job.nranks)
+    core::raise(dcclInvalidArgument, "dcclCommInitFromEnv: rank " + std::to_string(job.rank) + " / size " +
+                                   std::to_string(job.nranks) + " from " + job.source + " is out of range");
+  core::Config cfg;
+  try {
+    cfg = core::load_config();  // a bad setting is named; the job is resolved still
+  } catch (const core::Error& e) {
+    job.bad_setting = e.code();
+    job.bad_text = core::describe(job.rank, "dcclCommInitFromEnv", e.what());
+  }
+  if (job.bad_setting == dcclSuccess) {
+    resolve_job(&job, cfg);
+    return job;
+  }
+  cfg = core::Config{};
+  cfg.timeout_s = 10;  // rank 0's secret file, when rank 0 is there to publish it
+  try {
+    resolve_job(&job, cfg);
+  } catch (const core::Error&) {
+    core::raise(job.bad_setting, job.bad_text);
+  }
   return job;
 }
 

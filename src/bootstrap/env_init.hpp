@@ -5,6 +5,7 @@
 #include <string>
 
 #include "bootstrap/store.hpp"
+#include "dccl/dccl.h"
 #include "bootstrap/unique_id.hpp"
 
 namespace dccl::boot {
@@ -17,9 +18,15 @@ struct EnvJob {
   // Set when this process already runs the store at id.host:id.port for an
   // earlier communicator from the environment that is still alive.
   std::shared_ptr<StoreServer> running_store;
+  // A bad DCCL_* setting (dcclSuccess: none): the job is still resolved, with the
+  // default settings and a short wait for the secret, so that init can tell the
+  // other ranks through the store before it fails with `bad_text`.
+  dcclResult_t bad_setting = dcclSuccess;
+  std::string bad_text;
 };
 
-// Throws Error(dcclInvalidArgument) naming the missing or bad variable.
+// Throws Error(dcclInvalidArgument) naming the missing or bad variable (a bad
+// DCCL_* setting: see EnvJob::bad_setting, unless the job cannot be resolved).
 EnvJob env_job();
 
 // DCCL_ADDR's value, host:port (the last colon splits; port 1 to 65535): its parts,

@@ -37,6 +37,21 @@ struct ProcessPlace {
   int local_rank = -1, local_size = -1;
 };
 
+// A rank whose init fails before it joined the store (a bad setting found first)
+// still tells the other ranks through the store, so that their init fails at once
+// naming this rank and the cause instead of waiting for it until DCCL_TIMEOUT_S:
+// connects within `bound`, sets the abandon mark (as a failed init does), parks
+// `server` (the store this rank hosts, if any: it stays up, so that ranks that come
+// later are refused with the cause), then throws Error(code, what). Errors of the
+// store are logged only. `label`: how the others' errors name this rank ("rank R").
+// For a failure of the job's init (its settings, its host); not for a call's own
+// arguments, which are refused leaving the id usable.
+[[noreturn]] void fail_before_join(const boot::UniqueIdData& id, int nranks, int rank,
+                                   std::unique_ptr<boot::StoreServer> server, const std::string& ns,
+                                   dcclResult_t code, const std::string& what,
+                                   std::chrono::milliseconds bound = std::chrono::seconds(10),
+                                   const std::string& label = {});
+
 class Communicator {
  public:
   // Rendezvous through the store in `id`, open the transport, exchange addresses.

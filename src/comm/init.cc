@@ -63,16 +63,19 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   secret_ = id.secret;
   core::log_set_rank(log_rank_);
   core::log_configure(cfg_.debug);
-  // A bad DCCL_ALGO fails here, before the store and the transport are made.
+  // A bad DCCL_ALGO, or an interface that is not there (a mistake to report, not a
+  // hint to ignore), fails here, before the transport is made; the others learn it.
   try {
     tune::check_algo_override(cfg_.algo);
+    if (!cfg_.socket_ifname.empty() && if_nametoindex(cfg_.socket_ifname.c_str()) == 0)
+      raise(dcclInvalidArgument,
+            "DCCL_SOCKET_IFNAME=" + cfg_.socket_ifname + ": no such network interface on this host");
   } catch (const Error& e) {
-    raise(e.code(), describe(rank, "init", e.what()));
+    auto bound = std::chrono::milliseconds(std::chrono::seconds(10));
+    if (deadline != TimePoint{}) bound = std::min(bound, time_left(deadline));
+    fail_before_join(id, nranks, rank, std::move(server), ns, e.code(), describe(rank, "init", e.what()), bound,
+                     label_);
   }
-  // An interface that is not there is a mistake to report, not a hint to ignore.
-  if (!cfg_.socket_ifname.empty() && if_nametoindex(cfg_.socket_ifname.c_str()) == 0)
-    raise(dcclInvalidArgument, describe(rank, "init", "DCCL_SOCKET_IFNAME=" + cfg_.socket_ifname +
-                                                          ": no such network interface on this host"));
   open_store(id, std::move(server), ns, deadline);
   // Until init ends, a failure here (or this process's end) fails the other ranks'
   // init at once, naming this rank and the cause, instead of at their timeout.
@@ -108,9 +111,26 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
     join();
   } catch (const std::exception& e) {
     boot_->abandon(who + " failed its init: " + e.what());
+    boot::park_server(boot_->release_server());  // ranks that come later learn the cause
     throw;
   }
   DCCL_INFO("communicator ready: %d ranks, provider %s", nranks, provider_.c_str());
+}
+
+void fail_before_join(const boot::UniqueIdData& id, int nranks, int rank, std::unique_ptr<boot::StoreServer> server,
+                      const std::string& ns, dcclResult_t code, const std::string& what,
+                      std::chrono::milliseconds bound, const std::string& label) {
+  try {
+    boot::Bootstrap b(id, rank, nranks, bound, nullptr, ns, boot::Bootstrap::Role::Rank,
+                      std::chrono::steady_clock::now() + bound);
+    const std::string who = rank_who(label.empty() ? "rank " + std::to_string(rank) : label);
+    b.lease_init(who);
+    b.abandon(who + " failed its init: " + what);
+  } catch (const std::exception& e) {
+    DCCL_INFO("rank %d: could not tell the other ranks that its init failed: %s", rank, e.what());
+  }
+  boot::park_server(std::move(server));
+  raise(code, what);
 }
 
 // Init's phases (the store, the exchanges, the hierarchy's sub-communicators) share

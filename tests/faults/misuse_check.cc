@@ -33,11 +33,14 @@
 //                                 (dcclInvalidUsage, "count mismatch"), neither rank
 //                                 waits for its timeout; matched pairs then arrive
 //                                 intact
-//   misuse_check init-one bad|exit  3 ranks; rank 1's init fails (bad: DCCL_NET_IFNAME
-//                                 names no interface) or its process ends inside
-//                                 init (exit); rank 2 comes 2 s late: ranks 0 and 2
+//   misuse_check init-one CASE     3 ranks; rank 1's init fails or its process ends
+//                                 inside init; rank 2 comes 2 s late: ranks 0 and 2
 //                                 fail their init within 10 s (DCCL_TIMEOUT_S is 60)
-//                                 naming rank 1 and the cause
+//                                 naming rank 1 and the cause. CASE: bad
+//                                 (DCCL_NET_IFNAME names no interface: the transport
+//                                 fails), exit (the process ends), and settings refused
+//                                 before rank 1 joined the store: algo (DCCL_ALGO),
+//                                 ifname (DCCL_SOCKET_IFNAME), setting (DCCL_TIMEOUT_S)
 //   misuse_check type-collide     2 ranks, calls of the same bytes whose datatypes
 //                                 (or counts and datatypes) differ, at counts whose
 //                                 8-bit call hash collided: all_reduce, reduce_scatter
@@ -266,13 +269,33 @@ int init_fails(const char* part, const char* what) {
 
 // rank 1: init fails (bad) or the process ends 0.5 s into init (exit, status 0, so
 // that dccl-run's status is the others'); ranks 0 and 2 check how theirs failed.
-int init_one_case(bool bad_setting) {
+// One case of init-one: the variable rank 1 sets (none: its process ends in init)
+// and the text its own error and the others' must carry.
+struct InitOneCase {
+  const char* name;
+  const char* var;
+  const char* value;
+  const char* cause;
+};
+constexpr InitOneCase kInitOne[] = {
+    {"bad", "DCCL_NET_IFNAME", "nosuchif0", "nosuchif0"},
+    {"exit", nullptr, nullptr, "exited during init"},
+    {"algo", "DCCL_ALGO", "allreduce:bogus", "'bogus' is not an algorithm"},
+    {"ifname", "DCCL_SOCKET_IFNAME", "nosuchif1", "nosuchif1"},
+    {"setting", "DCCL_TIMEOUT_S", "abc", "DCCL_TIMEOUT_S"},
+};
+
+int init_one_case(const std::string& name) {
+  const InitOneCase* k = nullptr;
+  for (const InitOneCase& c : kInitOne)
+    if (name == c.name) k = &c;
+  if (!k) return expect(false, "init-one case '" + name + "' is known");
   if (g_rank == 1) {
-    if (bad_setting) setenv("DCCL_NET_IFNAME", "nosuchif0", 1);
+    if (k->var) setenv(k->var, k->value, 1);
     else std::thread([] { std::this_thread::sleep_for(std::chrono::milliseconds(500)); _exit(0); }).detach();
     dcclComm_t c = nullptr;
     const dcclResult_t rc = dcclCommInitFromEnv(&c);
-    return expect(bad_setting && rc != dcclSuccess && has(dcclGetLastError(nullptr), "nosuchif0"),
+    return expect(k->var && rc != dcclSuccess && has(dcclGetLastError(nullptr), k->cause),
                   "rank 1's own init fails naming its setting", dcclGetLastError(nullptr));
   }
   if (g_rank == 2) std::this_thread::sleep_for(std::chrono::seconds(2));
@@ -282,8 +305,7 @@ int init_one_case(bool bad_setting) {
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const char* msg = dcclGetLastError(nullptr);
   if (rc == dcclSuccess) dcclCommDestroy(c);
-  const char* cause = bad_setting ? "nosuchif0" : "exited during init";
-  return expect(rc == dcclRemoteError && took < 10 && has(msg, "rank 1 (pid ") && has(msg, cause),
+  return expect(rc == dcclRemoteError && took < 10 && has(msg, "rank 1 (pid ") && has(msg, k->cause),
                 std::string("init fails within 10 s naming rank 1 and the cause (took ") + std::to_string(took) + " s)",
                 rc == dcclSuccess ? "init succeeded" : msg);
 }
@@ -400,7 +422,7 @@ int main(int argc, char** argv) {
   if (mode == "p2p-size") return p2p_size_case();
   if (mode == "p2p-crossed") return p2p_crossed_case();
   if (mode == "type-collide") return type_collide_case();
-  if (mode == "init-one" && argc > 2) return init_one_case(std::string(argv[2]) == "bad");
+  if (mode == "init-one" && argc > 2) return init_one_case(argv[2]);
   if (mode == "check-one") {
     if (g_rank == 1) setenv("DCCL_CHECK", "1", 1);
     return init_fails("DCCL_CHECK", "init with DCCL_CHECK on rank 1 only");
