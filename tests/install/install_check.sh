@@ -101,6 +101,11 @@ if make -s -C "$S/examples" PKG_CONFIG_PATH="${L/$P/$M}/pkgconfig" OUT="$T/ex-pc
   ok "examples built with pkg-config --cflags --libs dccl from a moved prefix"
   run_examples pkg-config "$T/ex-pc" "$M"
 else fail "examples with pkg-config:"; show "$T/ex-pc.log"; fi
+# make clean needs no DirectCCL: it works without PKG_CONFIG_PATH.
+if env -u PKG_CONFIG_PATH make -s -C "$S/examples" OUT="$T/ex-pc" clean > "$T/ex-clean.log" 2>&1 &&
+   [ ! -e "$T/ex-pc/allreduce" ]; then
+  ok "make -C examples clean without PKG_CONFIG_PATH"
+else fail "make -C examples clean without PKG_CONFIG_PATH:"; show "$T/ex-clean.log"; fi
 
 # ---- a superproject: add_subdirectory() of the source tree, configure only ----
 mkdir -p "$T/super"

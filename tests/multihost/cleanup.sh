@@ -7,11 +7,42 @@
 #   rank-fails one rank exits 3: the others are ended, namespaces removed, exit 3
 #   sigkill    dccl-run gets SIGKILL: its ranks die with it (PR_SET_PDEATHSIG), its
 #              namespaces stay until the next dccl-run --hosts removes them as stale
+#   zombie     the same, and the next dccl-run comes before the killed one is reaped
+#              (a parent that has not waited yet: bash reaps at once, so Python here)
 # Exit 77 (skipped) where hosts cannot be emulated.
 . "$(dirname "$0")/lib.sh"
 need_emulation
 mode=$1 run=$2
 shift 2
+if [ "$mode" = zombie ]; then
+  exec python3 - "$run" <<'EOF'
+import os, signal, subprocess, sys, time
+run = sys.argv[1]
+def left(pid):
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return [l.split()[0] for l in out.splitlines() if l.startswith("dccl-%d-" % pid)]
+def fail(why):
+    print("FAIL: " + why)
+    sys.exit(1)
+p = subprocess.Popen([run, "--hosts", "2", "-n", "2", "--timeout", "100", "sleep", "60"])
+for _ in range(300):
+    if left(p.pid): break
+    time.sleep(0.1)
+if not left(p.pid): fail("no namespace dccl-%d-* within 30 s" % p.pid)
+os.kill(p.pid, signal.SIGKILL)
+for _ in range(50):
+    with open("/proc/%d/stat" % p.pid) as f:
+        if f.read().rsplit(")", 1)[1].split()[0] == "Z": break
+    time.sleep(0.1)
+else:
+    fail("dccl-run %d is not a zombie after SIGKILL" % p.pid)
+if subprocess.run([run, "--hosts", "2", "-n", "2", "true"]).returncode != 0: fail("the next dccl-run --hosts failed")
+stale = left(p.pid)
+p.wait()
+if stale: fail("namespaces of the killed, unreaped dccl-run %d left: %s" % (p.pid, " ".join(stale)))
+print("OK: zombie: the next dccl-run removed the namespaces of the unreaped dccl-run %d" % p.pid)
+EOF
+fi
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 # Each rank writes its pid, then waits to be ended; in rank-fails rank 1 exits 3

@@ -4,7 +4,8 @@
 # missing and bad values; dccl-relay's unknown flag; a DCCL_PROVIDER no provider
 # answers to (a typo: unavailable, the available ones listed, not "not trusted");
 # dccl-perf's usage errors on every rank, -c, --json and --trace paths (and --trace's
-# recorder) checked before the sweep, -b 0; dccl-info --job's --stale-s and port, --plan's --provider.
+# recorder) checked before the sweep, -b 0, --trace=; dccl-info --job's --stale-s and port, --plan's --provider,
+# --env/--topology with more arguments, --help naming --job's options; dccl-run's empty values, --timeout 1e30.
 # Usage: bad_input_check.sh BUILD_DIR
 set -u
 B=$1
@@ -63,4 +64,20 @@ expect "job: --stale-s -5" 2 "bad value '-5' for --stale-s" "$INFO" --job 127.0.
 expect "job: port 99999" 2 "the port must be 1 to 65535" "$INFO" --job 127.0.0.1:99999 --secret $S
 expect "plan: unknown provider" 2 "names no provider 'bogus'" "$INFO" --plan --provider bogus
 expect "plan: a provider mix" 0 "provider" "$INFO" --plan --provider shm+tcp
+# An empty value (--hosts=, --rails '') is refused, not ignored: --hosts= ran the job on this host.
+expect "run: --hosts= is refused" 2 "--hosts needs a value" "$RUN" --hosts= -n 2 true
+expect "run: --rails '' is refused" 2 "--rails needs a value" "$RUN" --hosts 2 -n 2 --rails '' true
+expect "run: -x '' is refused" 2 "-x needs a value" "$RUN" -n 1 -x '' true
+# A timeout too long for the clock is no timeout (1e30 s overflowed to one already past).
+expect "run: --timeout 1e30 runs the job" 0 "[0] done" "$RUN" --timeout 1e30 -n 1 echo done
+absent "run: --timeout 1e30 does not time out at once" "timeout after"
+expect "perf: --trace= is refused" 2 "bad value '' for --trace (a file name)" "$PERF" all_reduce --trace=
+# dccl-info's modes without options refuse what follows them instead of ignoring it.
+expect "info: --env refuses more" 2 "--env takes no further arguments, got '--plan'" "$INFO" --env --plan
+expect "info: --topology refuses more" 2 "--topology takes no further arguments, got '--json'" "$INFO" --topology --json
+timeout 60 "$INFO" --help > "$T/out" 2>&1
+for o in "--stale-s S" "--ns NAMESPACE"; do
+  if grep -qF -- "$o" "$T/out"; then echo "ok   info: --help names --job's $o"; else
+    echo "FAIL info: --help does not name --job's $o"; fails=$((fails + 1)); fi
+done
 [ "$fails" -eq 0 ] && echo "bad_input: all passed" || { echo "bad_input: $fails failed"; exit 1; }

@@ -60,6 +60,9 @@ with tempfile.TemporaryDirectory() as tmp:
     out_refused("cannot write --png /nonexistent/x.png: no folder", "--png", "/nonexistent/x.png")
     out_refused("cannot write --timeline /nonexistent/t.json: no folder", "--timeline", "/nonexistent/t.json")
     out_refused("cannot write --timeline %s: it is a folder" % tmp, "--timeline", tmp)
+    # An empty file name is refused, not taken for "no timeline".
+    out_refused("cannot write --timeline '': no file name given", "--timeline=")
+    out_refused("cannot write --png '': no file name given", "--png", "")
     bare = os.path.join(tmp, "bin")  # a PATH without gnuplot
     os.mkdir(bare)
     env = dict(os.environ, PATH=bare)
@@ -69,4 +72,11 @@ with tempfile.TemporaryDirectory() as tmp:
     os.chmod(os.path.join(bare, "gnuplot"), 0o755)
     out_refused("gnuplot could not draw %s (exit status 1): line 2: cannot open the output" % os.path.join(tmp, "x.png"),
                 "--png", os.path.join(tmp, "x.png"), env=env)
+# --help describes every option.
+p = subprocess.run([sys.executable, tool, "--help"], capture_output=True, text=True, timeout=60,
+                   env=dict(os.environ, COLUMNS="200"))  # one line per option
+assert p.returncode == 0, p.stderr
+for opt, words in (("--json", "as JSON"), ("--timeline FILE", "Chrome trace-format"), ("--png FILE", "gnuplot"),
+                   ("--all", "every communicator")):
+    assert any(opt in line and words in line for line in p.stdout.splitlines()), (opt, p.stdout)
 print("dccl-trace: bad paths, files and outputs refused with their names; non-record lines skipped")

@@ -150,10 +150,13 @@ const char kUsage[] =
     "              invalidation, a trial registration of the fd on a domain opened for it\n"
     "              (DCCL_PROVIDER, else shm then tcp); one line each: [pass], [FAIL] or [n/a].\n"
     "              --mem: the memory (default cuda); --json FILE: also the layers as JSON\n"
-    "  --job HOST:PORT [--secret HEX] [--json]  a running job's live view: each rank's current call,\n"
-    "              sequence number, last progress and counters, from the store (DCCL_SECRET: the secret)\n"
+    "  --job HOST:PORT [--secret HEX] [--json] [--stale-s S] [--ns NAMESPACE]  a running job's\n"
+    "              live view: each rank's current call, sequence number, last progress and\n"
+    "              counters, from the store (DCCL_SECRET: the secret); --stale-s: a record older\n"
+    "              than S seconds (default 3) is stale; --ns: the communicator's store namespace\n"
+    "              (default: the first with status records)\n"
     "  --help      this text\n"
-    "Exit status: 0; 1 when a setting is invalid, --topology fails or --dmabuf-check\n"
+    "Exit status: 0; 1 when a setting is invalid, --topology or --job fails or --dmabuf-check\n"
     "cannot run (the reason on stderr); 2 for a bad option.\n";
 
 void print_providers() {
@@ -294,6 +297,13 @@ int dmabuf_check(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The modes without options of their own: anything after them is refused, not ignored.
+  for (const char* mode : {"--env", "--env-md", "--topology"}) {
+    if (argc > 2 && !strcmp(argv[1], mode)) {
+      fprintf(stderr, "dccl-info: %s takes no further arguments, got '%s'\n%s", mode, argv[2], kUsage);
+      return 2;
+    }
+  }
   if (argc > 1 && !strcmp(argv[1], "--dmabuf-check")) {
     try {
       return dmabuf_check(argc, argv);

@@ -199,6 +199,7 @@ int parse_args(int argc, char** argv, Options* opt, std::string* error) {
           opt->json = true;
           opt->json_file = has_value ? value : "";
         } else if (!std::strcmp(flag->long_name, "trace")) {
+          if (value.empty()) return bad("a file name");  // --trace= would trace nothing
           opt->trace_file = value;
         } else if (!std::strcmp(flag->long_name, "mem")) {
           if (value == "host") opt->mem = dcclMemHost;

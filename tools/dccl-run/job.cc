@@ -144,10 +144,12 @@ void Job::close_all() {
 
 int Job::supervise(int sigfd) {
   const auto t0 = Clock::now();
+  // A timeout beyond 1e9 s (31 years) is none: the clock's nanoseconds would overflow.
+  const bool timed = opt_.timeout_s > 0 && opt_.timeout_s < 1e9;
   const std::optional<Clock::time_point> deadline =
-      opt_.timeout_s > 0 ? std::optional(t0 + std::chrono::duration_cast<Clock::duration>(
-                                                   std::chrono::duration<double>(opt_.timeout_s)))
-                         : std::nullopt;
+      timed ? std::optional(t0 + std::chrono::duration_cast<Clock::duration>(
+                                     std::chrono::duration<double>(opt_.timeout_s)))
+            : std::nullopt;
   std::optional<Clock::time_point> drain_until;
   while (running_ > 0 || anything_open()) {
     const auto now = Clock::now();

@@ -61,6 +61,12 @@ long job_pid(const std::string& name) {
 // Whether pid is a running dccl-run (not some other process that reuses its pid).
 bool dccl_run_alive(long pid) {
   if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) return false;
+  // A killed dccl-run that nobody reaped yet (a zombie) holds no namespace any more.
+  std::ifstream st("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(st, stat);
+  const size_t paren = stat.rfind(')');
+  if (paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z') return false;
   std::ifstream f("/proc/" + std::to_string(pid) + "/comm");
   std::string comm;
   std::getline(f, comm);

@@ -210,14 +210,15 @@ int parse_run_args(int argc, char** argv, RunOptions* opt, std::string* error) {
     const size_t len = std::strlen(name);
     if (arg.size() > len && arg.compare(0, len, name) == 0 && arg[len] == '=') {
       out->assign(arg, len + 1, std::string::npos);
-      return 1;
+    } else if (arg != name) {
+      return 0;
+    } else if (a + 1 < argc) {
+      out->assign(argv[++a]);
     }
-    if (arg != name) return 0;
-    if (a + 1 >= argc) {
+    if (out->empty()) {  // missing, "--hosts=" or "--hosts ''": never a value (not ignored)
       error->assign(name).append(" needs a value");
       return 2;
     }
-    out->assign(argv[++a]);
     return 1;
   };
   std::string hosts, rails, rate, mtu, spines, leaves, flow_rate;
