@@ -43,7 +43,9 @@ class FabricTransport final : public LinkTransport {
   std::string local_blob() const override;
   void connect(const std::vector<std::string>& blobs, std::chrono::steady_clock::time_point until = {}) override;
   std::string provider_summary() const override;
-  std::vector<std::string> topology() const override { return topology_lines(blobs_, forced_); }
+  std::vector<std::string> topology() const override {
+    return topology_lines(blobs_, forced_, 16, [this](const std::string& prov) { return trusted(prov); });
+  }
   std::string hmem_missing() const override;
   MemRegion* register_memory(const void* buf, size_t len) override;
   void deregister_memory(MemRegion* mr) override;

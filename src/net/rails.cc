@@ -225,7 +225,7 @@ std::string rail_list(const std::vector<std::string>& names, int n) {
 }
 
 std::vector<std::string> topology_lines(const std::vector<Blob>& blobs, const std::string& forced,
-                                        int max_pairs_ranks) {
+                                        int max_pairs_ranks, const std::function<bool(const std::string&)>& trusted) {
   std::vector<std::string> out;
   const int n = static_cast<int>(blobs.size());
   auto names_of = [](const Blob& b, const std::string& prov) {
@@ -259,17 +259,20 @@ std::vector<std::string> topology_lines(const std::vector<Blob>& blobs, const st
         const std::string xn = x.rail_name(xr[static_cast<size_t>(p.home)]);
         const std::string yn = y.rail_name(y.rails_of(p.provider)[static_cast<size_t>(p.home)]);
         what = p.provider;
-        if (p.provider != kShmProvider && (xr.size() > 1 || !xn.empty())) {
+        auto nm = [&](const std::string& s) { return s.empty() ? std::to_string(p.home) : s; };
+        if (trusted && !trusted(p.provider)) {  // the socket path's own flows: not libfabric's
+          what = "DirectCCL's authenticated socket path (" + p.provider + " is not trusted: DCCL_TRUST_NETWORK=0)" +
+                 (yn == xn ? " on rail " + nm(xn) : " on rails " + nm(xn) + " -> " + nm(yn));
+        } else if (p.provider != kShmProvider && (xr.size() > 1 || !xn.empty())) {
           if (p.lanes >= 2) {
             what += " striped over rails " + rail_list(names_of(x, p.provider), p.lanes) + " (parts >= " +
                     bytes_text(p.stripe_min) + "; smaller on " + (xn.empty() ? "rail " + std::to_string(p.home) : xn) +
                     ")";
           } else {
-            auto nm = [&](const std::string& s) { return s.empty() ? std::to_string(p.home) : s; };
             what += yn == xn ? " on rail " + nm(xn) : " on rails " + nm(xn) + " -> " + nm(yn);
           }
         }
-        if (p.flows >= 2)
+        if (p.flows >= 2 && (!trusted || trusted(p.provider)))
           what += ", " + std::to_string(p.flows) + " flows per rail (parts >= " +
                   bytes_text(std::max<uint64_t>(spread_cut(p, SIZE_MAX).stripe_min, kFlowsMinBytes)) + " cut over them)";
       } catch (const core::Error& e) {

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -180,8 +181,10 @@ std::string rail_list(const std::vector<std::string>& names, int n);
 // Human-readable topology from every rank's blob, as `viewer` (with its forced
 // provider) plans it: one line per rank (host, local rank, rails) and, up to
 // `max_pairs_ranks` ranks, one per pair ("rank 0 -> 2: tcp;ofi_rxm on rail eth1");
-// above it, pair counts per route.
+// above it, pair counts per route. `trusted(provider)` false: the pair's messages take
+// DirectCCL's authenticated socket path instead, and its line says so (null: all trusted).
 std::vector<std::string> topology_lines(const std::vector<Blob>& blobs, const std::string& forced,
-                                        int max_pairs_ranks = 16);
+                                        int max_pairs_ranks = 16,
+                                        const std::function<bool(const std::string&)>& trusted = nullptr);
 
 }  // namespace dccl::net

@@ -340,6 +340,11 @@ TEST(Rails, TopologyText) {
   // Many ranks: counts instead of pairs.
   auto agg = topology_lines(blobs, "", 2);
   EXPECT_EQ(agg.back(), "1 pair: tcp;ofi_rxm striped over rails eth0+eth1 (parts >= 128K; smaller on eth0)");
+  // An untrusted network: its pairs take the socket path, and say so (shm stays).
+  lines = topology_lines(blobs, "", 16, [](const std::string& p) { return p == "shm"; });
+  has("rank 1 -> 3: DirectCCL's authenticated socket path (tcp;ofi_rxm is not trusted: DCCL_TRUST_NETWORK=0) on "
+      "rail eth0");
+  has("rank 2 -> 3: shm");
 }
 
 }  // namespace

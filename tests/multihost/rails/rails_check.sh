@@ -97,10 +97,10 @@ if [ "$layout" = 2x1 ]; then
   grep -q "topology: rank 0 -> 1: tcp;ofi_rxm striped over rails eth0+eth1" "$out" ||
     { echo "FAIL: rank 0 did not report the pair as striped"; bad=1; }
 else
-  grep -q "topology: rank 1 -> 3: tcp;ofi_rxm on rail eth1" "$out" ||
+  grep -qE "topology: rank 1 -> 3: (tcp;ofi_rxm|DirectCCL's authenticated socket path \(.*\)) on rail eth1" "$out" ||
     { echo "FAIL: rank 0 did not report the pair 1 -> 3 on rail eth1"; bad=1; }
   # The cross-host sub-communicator of local rank 1 (its ranks 0 and 1) keeps rail 1.
-  grep -q "topology: rank 0 -> 1: tcp;ofi_rxm on rail eth1" "$out" ||
+  grep -qE "topology: rank 0 -> 1: (tcp;ofi_rxm|DirectCCL's authenticated socket path \(.*\)) on rail eth1" "$out" ||
     { echo "FAIL: no cross-host sub-communicator on rail eth1 (local rank 1's)"; bad=1; }
 fi
 [ $bad -eq 0 ] || exit 1
