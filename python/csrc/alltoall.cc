@@ -50,8 +50,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupDCCL::alltoall_base(at::Tensor& outpu
   const auto send = block_bytes(input, inputSplits, rank_, size_, op, "the input");
   const auto recv = block_bytes(output, outputSplits, rank_, size_, op, "the output");
   const bool even = inputSplits.empty() && outputSplits.empty() && input.nbytes() == output.nbytes();
-  // The ranks agree on the dtype and the row's length; the splits differ by rank.
-  const int64_t row = input.dim() > 0 && input.size(0) > 0 ? input.numel() / input.size(0) : 0;
+  // The ranks agree on the dtype and the row's length (from the shape: a rank may
+  // send no rows at all); the splits differ by rank.
+  int64_t row = 1;
+  for (int64_t d = 1; d < input.dim(); ++d) row *= input.size(d);
   const Call call{c10d::OpType::ALLTOALL_BASE, input.scalar_type(), row, even ? 1 : 0};
   return enqueue(c10d::OpType::ALLTOALL_BASE, op, {output}, bound(opts.timeout), place, call,
                  [this, op, input, output, send, recv, even] {

@@ -51,6 +51,13 @@ PYBIND11_MODULE(_C, m) {
       },
       "The number of collectives queued on a dccl backend: the same on every rank of a group in step "
       "(ProcessGroup's own accessor accepts Gloo and NCCL only).");
+  m.def("_python_exiting", &torch_dccl::python_exiting,
+        "From the interpreter's atexit hook: the groups' workers leak what they would drop from now on "
+        "(a thread that takes the GIL while the interpreter finalizes is ended by Python).",
+        py::call_guard<py::gil_scoped_release>());
+  m.def("_uncaught_exception", &torch_dccl::uncaught_exception,
+        "From torch_dccl's sys.excepthook: groups dropped without destroy_process_group are aborted "
+        "(dcclCommAbort: the other ranks fail at once) instead of destroyed (which meets them).");
   m.attr("cuda") = torch_dccl::cuda_built();
   int version = 0;
   dcclGetVersion(&version);

@@ -71,7 +71,16 @@ ProcessGroupDCCL::~ProcessGroupDCCL() {
   worker_.reset();  // runs what is queued, then joins: nothing uses comm_ after this
   for (auto& [dev, order] : orders_) order->release_all();
   orders_.clear();
-  if (comm_ && !aborted_) dcclCommDestroy(comm_);
+  // Not shut down (destroy_process_group was not called): the process is ending.
+  // At a script's end, destroy: it meets the other ranks, so that the calls they
+  // still make with this one (the tail of a broadcast, a receive) end well. On an
+  // uncaught exception the others may wait for this rank in a collective it will
+  // not make, and a destroy would hold both sides for the whole timeout: abort, so
+  // that they fail at once naming this rank (as ProcessGroupNCCL aborts).
+  if (comm_ && !aborted_) {
+    if (abort_dropped_groups()) dcclCommAbort(comm_);
+    else dcclCommDestroy(comm_);
+  }
   if (released) PyEval_RestoreThread(released);
 }
 

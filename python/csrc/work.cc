@@ -2,11 +2,28 @@
 #include "work.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <stdexcept>
 
 #include "errors.hpp"
 
 namespace torch_dccl {
+
+namespace {
+
+std::mutex g_drop_mu;    // held while a worker drops a job
+bool g_exiting = false;  // python_exiting() was called (under g_drop_mu)
+std::atomic<bool> g_uncaught{false};  // uncaught_exception() was called
+
+}  // namespace
+
+void python_exiting() {
+  std::lock_guard<std::mutex> lk(g_drop_mu);  // waits for a drop under way
+  g_exiting = true;
+}
+
+void uncaught_exception() { g_uncaught.store(true); }
+bool abort_dropped_groups() { return g_uncaught.load(); }
 
 WorkDCCL::WorkDCCL(int rank, int size, c10d::OpType type, std::string op, std::vector<at::Tensor> outputs,
                    std::chrono::milliseconds timeout, uint64_t seq)
@@ -113,9 +130,21 @@ void Worker::loop() {
     } catch (...) {
       error = std::current_exception();
     }
+    // The body's tensors go before the caller wakes (it still holds its own), so
+    // that a caller that then leaves the interpreter does not race this drop.
+    drop(Job{nullptr, std::move(job.body)});
     job.work->complete(error);
-    job = Job{};  // the job's tensors go now, on this thread
+    drop(std::move(job));  // the Work, with its outputs when the caller dropped it first
   }
+}
+
+void Worker::drop(Job&& job) {
+  std::lock_guard<std::mutex> lk(g_drop_mu);
+  if (g_exiting) {
+    static_cast<void>(new Job(std::move(job)));  // the process is ending: leaked
+    return;
+  }
+  Job gone(std::move(job));  // destroyed here, before the lock is released
 }
 
 }  // namespace torch_dccl

@@ -63,6 +63,19 @@ class WorkDCCL : public c10d::Work {
   std::function<void(const Ticket&)> consumer_wait_;
 };
 
+// Called once at the interpreter's exit (torch_dccl's atexit hook), without the
+// GIL: from then on the workers leak what a job held instead of dropping it.
+// Dropping a tensor that Python also holds takes the GIL, and Python ends a
+// thread that takes it while the interpreter finalizes (pthread_exit through
+// C++ frames: std::terminate, the process dies of SIGABRT).
+void python_exiting();
+// Called from torch_dccl's sys.excepthook: an uncaught exception is ending the
+// interpreter. Groups dropped without destroy_process_group are then aborted
+// (their peers may wait for this rank in a collective: they fail at once) instead
+// of destroyed (which meets the peers, so that their last calls with this rank end).
+void uncaught_exception();
+bool abort_dropped_groups();
+
 class Worker {
  public:
   Worker();
@@ -78,6 +91,7 @@ class Worker {
     std::function<void()> body;
   };
   void loop();
+  static void drop(Job&& job);  // destroys job, or leaks it after python_exiting()
 
   std::mutex mu_;
   std::condition_variable cv_;

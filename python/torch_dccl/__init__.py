@@ -6,9 +6,12 @@ then ``torch.distributed.init_process_group("dccl")`` (under torchrun, or with
 "cpu:gloo,cuda:dccl")`` and ``new_group(backend="dccl")`` make process groups
 over DirectCCL. See docs/pytorch.md.
 """
+import atexit as _atexit
+import sys as _sys
+
 import torch.distributed as _dist
 
-from ._C import create_backend, cuda, dccl_version, is_dccl
+from ._C import _python_exiting, _uncaught_exception, create_backend, cuda, dccl_version, is_dccl
 from ._C import monitored_barrier as _monitored_barrier
 from ._C import sequence_number as _sequence_number
 
@@ -20,6 +23,20 @@ if BACKEND not in _dist.Backend.backend_list:
     # The creator gets (store, group rank, group size, timeout) for every group
     # of backend "dccl", on the group's members, with the group's own store.
     _dist.Backend.register_backend(BACKEND, create_backend, extended_api=False, devices=["cpu", "cuda"])
+
+# Before the interpreter finalizes: a group's worker must not drop tensors then
+# (that takes the GIL, and Python ends such a thread: SIGABRT at exit).
+_atexit.register(_python_exiting)
+
+
+def _excepthook(kind, value, tb, _previous=_sys.excepthook):
+    # An uncaught exception ends the process: its groups are aborted, not destroyed,
+    # so that ranks waiting for this one in a collective fail at once.
+    _uncaught_exception()
+    _previous(kind, value, tb)
+
+
+_sys.excepthook = _excepthook
 
 
 def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):

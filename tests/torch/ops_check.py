@@ -116,6 +116,17 @@ def check_movement(c, g, ref_g, ranks, dtype):
         t, src[me], output_split_sizes=[rows(r, me) for r in range(n)],
         input_split_sizes=[rows(me, b) for b in range(n)], group=ref_g), torch.empty_like(want), lambda: want)
     c.same(f"all_to_all_single uneven {dtype} vs gloo", got, ref)
+    # uneven, rank 0 sends no rows at all (its input has shape (0, 2)): the ranks' calls still match
+    rows0 = lambda r, b: 0 if r == 0 else r + b  # noqa: E731
+    src = [make_input(9, r, dtype, (sum(rows0(r, b) for b in range(n)), 2)) for r in range(n)]
+    want = torch.cat([src[r][sum(rows0(r, b) for b in range(me)):][:rows0(r, me)] for r in range(n)])
+    got = torch.empty_like(want)
+    splits = dict(output_split_sizes=[rows0(r, me) for r in range(n)], input_split_sizes=[rows0(me, b) for b in range(n)])
+    dist.all_to_all_single(got, src[me], group=g, **splits)
+    c.same(f"all_to_all_single, rank 0 sends nothing, {dtype}", got, want)
+    ref = same_on_gloo(ref_g, lambda t: dist.all_to_all_single(t, src[me], group=ref_g, **splits), torch.empty_like(want),
+                       lambda: want)
+    c.same(f"all_to_all_single, rank 0 sends nothing, {dtype} vs gloo", got, ref)
     # all_to_all (list), blocks of different sizes
     ins = [make_input(8 + b, me, dtype, (rows(me, b),)) for b in range(n)]
     got = [torch.empty(rows(r, me), dtype=dtype) for r in range(n)]
