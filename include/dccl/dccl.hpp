@@ -8,6 +8,7 @@
 #endif
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <ranges>
 #include <span>
 #include <stdexcept>
@@ -161,8 +162,12 @@ class Communicator {
   // From the launcher's environment (dccl-run, torchrun, mpirun, srun).
   Communicator() { check(dcclCommInitFromEnv(&c_)); }
   Communicator(int nranks, const dcclUniqueId& id, int rank) { check(dcclCommInitRank(&c_, nranks, id, rank)); }
+  // Destroyed while an exception leaves its scope (stack unwinding): aborted, so that
+  // ranks waiting for this one in a call it will not make fail at once (a destroy
+  // would meet them, and each side would wait the whole timeout for the other).
+  // Otherwise destroyed: the other ranks' last calls with this one end first.
   ~Communicator() {
-    if (c_) dcclCommDestroy(c_);
+    if (c_) std::uncaught_exceptions() > unwinding_ ? dcclCommAbort(c_) : dcclCommDestroy(c_);
   }
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -304,6 +309,7 @@ class Communicator {
     if (!ok) throw Error(dcclInvalidArgument, what);
   }
   dcclComm_t c_ = nullptr;
+  int unwinding_ = std::uncaught_exceptions();  // exceptions in flight when this was made
 };
 
 // Batches calls (dcclGroupStart/End). Call end() to submit and see errors; the
