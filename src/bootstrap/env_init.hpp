@@ -5,8 +5,8 @@
 #include <string>
 
 #include "bootstrap/store.hpp"
-#include "dccl/dccl.h"
 #include "bootstrap/unique_id.hpp"
+#include "dccl/dccl.h"
 
 namespace dccl::boot {
 
