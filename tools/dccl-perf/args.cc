@@ -142,9 +142,11 @@ int parse_args(int argc, char** argv, Options* opt, std::string* error) {
     if (!has_value) {
       const bool next_ok = a + 1 < argc && (argv[a + 1][0] != '-' || argv[a + 1][1] == 0);
       if (flag->optional_value) {
-        // -z takes an optional 0/1; --json an optional file name.
-        if (next_ok && (flag->short_name != 'z' || !std::strcmp(argv[a + 1], "0") ||
-                        !std::strcmp(argv[a + 1], "1"))) {
+        // -z takes an optional 0/1 (a number after it is its value: -z 2 is refused as
+        // -z's, not as a stray argument); --json an optional file name.
+        const char* next = next_ok ? argv[a + 1] : "";
+        const bool number = *next && std::strspn(next, "0123456789") == std::strlen(next);
+        if (next_ok && (flag->short_name != 'z' || number)) {
           Coll next_coll;
           if (flag->short_name == 'z' || have_coll || !parse_coll(argv[a + 1], &next_coll)) {
             value = argv[++a];
