@@ -73,6 +73,9 @@ expect "run: --timeout 1e30 runs the job" 0 "[0] done" "$RUN" --timeout 1e30 -n 
 absent "run: --timeout 1e30 does not time out at once" "timeout after"
 expect "perf: --trace= is refused" 2 "bad value '' for --trace (a file name)" "$PERF" all_reduce --trace=
 expect "perf: -z 2 is refused as -z's" 2 "bad value '2' for -z (0 or 1)" "$PERF" all_reduce -z 2
+# --json paths are tried before the work, with the reason.
+expect "relay: --json to a missing folder" 1 "cannot write --json /nonexistent/x.json: No such file" "$RELAY" --json /nonexistent/x.json
+expect "info: --dmabuf-check --json to a folder" 1 "cannot write --json /tmp: it is a folder" "$INFO" --dmabuf-check --mem sim --json /tmp
 # dccl-info's modes without options refuse what follows them instead of ignoring it.
 expect "info: --env refuses more" 2 "--env takes no further arguments, got '--plan'" "$INFO" --env --plan
 expect "info: --topology refuses more" 2 "--topology takes no further arguments, got '--json'" "$INFO" --topology --json

@@ -33,6 +33,7 @@
 #include "net/rails.hpp"
 #include "tune/algo_table.hpp"
 #include "json_text.hpp"
+#include "out_path.hpp"
 #include "plan.hpp"
 #include "job.hpp"
 #include "settings.hpp"
@@ -262,6 +263,12 @@ int dmabuf_check(int argc, char** argv) {
   if (std::string why = init_refusal(source, configured.c_str()); !configured.empty() && !why.empty()) {
     fprintf(stderr, "dccl-info --dmabuf-check: %s (dcclCommInit* would fail with it)\n", why.c_str());
     return 1;
+  }
+  if (!json.empty()) {  // a bad path fails now, not after the probe
+    if (const std::string bad = unwritable(json); !bad.empty()) {
+      fprintf(stderr, "dccl-info --dmabuf-check: cannot write --json %s: %s\n", json.c_str(), bad.c_str());
+      return 1;
+    }
   }
   std::vector<std::string> providers;
   if (configured.empty()) providers = {"shm", "tcp"};

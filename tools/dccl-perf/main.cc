@@ -21,23 +21,11 @@
 #include "dccl-perf/expect.hpp"
 #include "dccl-perf/report.hpp"
 #include "dccl/dccl.h"
+#include "out_path.hpp"
 
 using namespace dcclperf;
 
 namespace {
-
-// Whether `path` can be written, tried before the sweep: opened for appending
-// (nothing truncated) and removed again when this made it. "" when it can.
-std::string unwritable(const std::string& path) {
-  struct stat st;
-  const bool existed = stat(path.c_str(), &st) == 0;
-  if (existed && S_ISDIR(st.st_mode)) return "it is a folder";
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) return std::strerror(errno);
-  close(fd);
-  if (!existed) unlink(path.c_str());
-  return "";
-}
 
 // Rank 0 checks the --json file and readies --trace's folder before the sweep, so that
 // a path that cannot work fails now, not after it; every rank learns the verdict.

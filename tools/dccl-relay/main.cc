@@ -10,6 +10,7 @@
 // position-dependent pattern, host -> device -> host); a wrong copy fails the tool.
 // Exit: 0 ok, 1 wrong copy or failed call, 2 usage or backend unavailable (with the reason).
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -21,6 +22,7 @@
 
 #include "mem/backend.hpp"
 #include "json_text.hpp"
+#include "out_path.hpp"
 
 using namespace dccl;
 
@@ -198,6 +200,12 @@ bool write_json(const std::string& path, const Options& o, const Run& run, const
 }
 
 int run(const Options& o) {
+  if (!o.json.empty()) {  // a bad path fails now, not after the sweep
+    if (const std::string why = unwritable(o.json); !why.empty()) {
+      std::fprintf(stderr, "dccl-relay: cannot write --json %s: %s\n", o.json.c_str(), why.c_str());
+      return 1;
+    }
+  }
   mem::Backend* be = o.mem == "cuda" ? mem::cuda_backend() : &mem::sim_backend();
   if (!be) {
     std::fprintf(stderr, "dccl-relay: cuda backend unavailable: %s\n", mem::cuda_unavailable_reason().c_str());
@@ -261,7 +269,7 @@ int run(const Options& o) {
   }
   if (rc == 0) std::printf("# timed with %s\n", run.device_timed ? "device events" : "the host clock (copy + wait)");
   if (rc == 0 && !o.json.empty() && !write_json(o.json, o, run, rows)) {
-    std::fprintf(stderr, "dccl-relay: cannot write %s\n", o.json.c_str());
+    std::fprintf(stderr, "dccl-relay: cannot write --json %s: %s\n", o.json.c_str(), std::strerror(errno));
     rc = 1;
   }
   if (pin_src) be->unpin_host(src);
