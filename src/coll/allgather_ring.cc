@@ -26,6 +26,7 @@ void allgather_ring(CallContext& c, const Args& a) {
   RingPipeline p;
   p.steps = n - 1;
   p.chunks = C;
+  p.align = bcount * es >= RingPipeline::kAlignBlockBytes;
   p.bytes = [&](int, int ch) {
     size_t len;
     at(0, ch, &len);

@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "coll/algos.hpp"
+
 namespace dccl::coll {
 
 int chunks_for(size_t block_elems, size_t esize, size_t chunk_bytes) {
@@ -27,10 +29,15 @@ void chunk_range(size_t max_block_elems, size_t block_elems, int chunks, int ch,
 void RingPipeline::run(CallContext& c, int next, int prev) const {
   const int T = steps, C = chunks;
   if (T <= 0) return;
+  uint32_t base = 0;  // the ring's first tag: after the barrier's rounds
+  if (align) {
+    barrier_dissemination(c, Args{});
+    for (int d = 1; d < c.nranks(); d <<= 1) ++base;
+  }
   std::vector<Xfer> sends(static_cast<size_t>(T) * C);
   std::vector<Xfer> recvs(static_cast<size_t>(C));
   auto sx = [&](int t, int ch) -> Xfer& { return sends[static_cast<size_t>(t) * C + ch]; };
-  auto tag = [&](int t, int ch) { return static_cast<uint32_t>(t * C + ch); };
+  auto tag = [&](int t, int ch) { return base + static_cast<uint32_t>(t * C + ch); };
   auto rbytes = [&](int t, int ch) { return recv_bytes ? recv_bytes(t, ch) : bytes(t, ch); };
   auto guard = [&](const std::function<int(int)>& f, int t, int ch) {
     if (!f) return;

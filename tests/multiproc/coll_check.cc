@@ -263,7 +263,7 @@ int main(int argc, char** argv) {
   };
   if (suite == "large")
     settings = {{"", "", false},
-                {"allreduce:ring", "", false},
+                {"allreduce:ring,allgather:ring", "", false},  // blocks >= 1 MiB: the ring starts together
                 {"allreduce:rhd,broadcast:tree,reduce:tree,allgather:bruck", "", false}};
   // mid: one count above the hierarchy's 64 KiB split for 4-byte types, the
   // tuner's choices only (run with a small DCCL_HIER_PIECE_BYTES: many pieces).
