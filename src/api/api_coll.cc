@@ -135,12 +135,15 @@ void submit_checked(const char* fn, dcclComm_t comm, dcclStream_t stream, sched:
       ck.bad(std::string(op.is_send ? "send to" : "receive from") + " itself (peer " + std::to_string(op.peer) +
                  ") outside dcclGroupStart/dcclGroupEnd can never complete; put the send and the receive in one group",
              dcclInvalidUsage);
+    // Outside a group the submission refuses it; a group's call is refused here, not
+    // only at dcclGroupEnd (dccl.h: after finalize other calls return dcclInvalidUsage).
+    if (api::in_group()) c.refuse_if_finalized(fn);
     if (op.coll == Coll::SendRecv)
       op.p2p_tag = c.next_p2p_tag(op.peer, op.is_send);
     else
       op.seq = c.next_seq();
     if (api::in_group())
-      api::group_add(comm, c, s, op);
+      api::group_add(comm, c, stream, s, op);
     else
       c.submit_one(op, s);
     scope.leave();

@@ -17,6 +17,7 @@ namespace {
 struct Pending {
   dcclComm* handle;
   comm::Communicator* comm;
+  dcclStream* stream_handle;  // checked again at dcclGroupEnd: it may have been destroyed since
   sched::Stream* stream;
   sched::Op op;
 };
@@ -122,8 +123,9 @@ void group_start() {
   }
 }
 
-void group_add(dcclComm* handle, comm::Communicator& c, sched::Stream* stream, const sched::Op& op) {
-  t_pending.push_back({handle, &c, stream, op});
+void group_add(dcclComm* handle, comm::Communicator& c, dcclStream* stream_handle, sched::Stream* stream,
+               const sched::Op& op) {
+  t_pending.push_back({handle, &c, stream_handle, stream, op});
 }
 
 void group_refused(const core::Error& e) {
@@ -137,6 +139,21 @@ void group_end() {
   work.swap(t_pending);
   const dcclResult_t refused = t_refused_code;
   const std::string refused_text = t_refused_text;
+  std::string first_error;
+  dcclResult_t first_code = dcclSuccess;
+  // A stream destroyed after its call joined the group: that call is refused now
+  // (never run on the freed stream), the others are submitted.
+  std::erase_if(work, [&](const Pending& p) {
+    if (!p.stream_handle) return false;
+    try {
+      stream_of(p.stream_handle, "dcclGroupEnd", comm_of(p.handle, "dcclGroupEnd").rank());
+      return false;
+    } catch (const core::Error& e) {
+      record_error(core::Error(e.code(), std::string(e.what()) + "; the group's call on it was not run"), &first_code,
+                   &first_error);
+      return true;
+    }
+  });
   // One share per communicator, in order of first appearance; the streams they use.
   std::vector<dcclComm*> comms;
   std::vector<sched::Stream*> streams;
@@ -144,8 +161,6 @@ void group_end() {
     if (std::find(comms.begin(), comms.end(), p.handle) == comms.end()) comms.push_back(p.handle);
     if (std::find(streams.begin(), streams.end(), p.stream) == streams.end()) streams.push_back(p.stream);
   }
-  std::string first_error;
-  dcclResult_t first_code = dcclSuccess;
   std::vector<std::function<void(bool)>> shares;
   std::chrono::milliseconds bound{0};
   for (dcclComm* h : comms) {

@@ -8,8 +8,10 @@
 namespace dccl::api {
 
 bool in_group();
-// Adds op to the open group (in_group() must be true).
-void group_add(dcclComm* comm, comm::Communicator& c, sched::Stream* stream, const sched::Op& op);
+// Adds op to the open group (in_group() must be true); `stream_handle` (null: the
+// NULL stream) is checked again at dcclGroupEnd, which refuses the call if it is gone.
+void group_add(dcclComm* comm, comm::Communicator& c, dcclStream* stream_handle, sched::Stream* stream,
+               const sched::Op& op);
 void group_start();
 // A call of the open group was refused: the outermost dcclGroupEnd still submits the
 // others, then returns this error (the first one).

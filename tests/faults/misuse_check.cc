@@ -16,8 +16,12 @@
 //                                 once: both calls fail naming the misuse, and so
 //                                 does rank 1's call (the communicator is stopped)
 //   misuse_check contract         dcclCommRegister of a wrapping or unmapped range,
-//                                 then Split, Register and PreMulSum after
-//                                 dcclCommFinalize: refused with the right codes
+//                                 then Split, Register, PreMulSum and a send in a
+//                                 group after dcclCommFinalize: refused with the
+//                                 right codes
+//   misuse_check group-stream     a stream destroyed inside an open group that has a
+//                                 call on it: dcclGroupEnd refuses that call naming
+//                                 the stream, runs the others; no hang, no crash
 //   misuse_check split-destroy    rank 1 splits while rank 0 destroys: the split
 //                                 fails naming the mismatch (dcclInvalidUsage)
 //   misuse_check check-one        DCCL_CHECK=1 on rank 1 only: init fails on every
@@ -239,7 +243,42 @@ int contract_case() {
   rc = dcclRedOpCreatePreMulSum(&op, &scalar, dcclFloat32, dcclScalarHostImmediate, c);
   bad += expect(rc == dcclInvalidUsage && has(dcclGetLastError(nullptr), "finalized"), "PreMulSum after finalize",
                 dcclGetLastError(nullptr));
+  int one = 1;
+  dcclGroupStart();
+  rc = dcclSend(&one, 1, dcclInt32, 0, c, nullptr);
+  bad += expect(rc == dcclInvalidUsage && has(dcclGetLastError(nullptr), "finalized"), "send in a group after finalize",
+                rc == dcclSuccess ? "returned dcclSuccess" : dcclGetLastError(nullptr));
+  rc = dcclGroupEnd();
+  bad += expect(rc == dcclInvalidUsage, "group end after finalize", dcclGetLastError(nullptr));
   bad += expect(dcclCommDestroy(c) == dcclSuccess, "destroy after finalize", dcclGetLastError(nullptr));
+  return bad;
+}
+
+// A stream destroyed between a group's call on it and dcclGroupEnd: the end refuses
+// that call, naming the stream, instead of queueing it on the freed stream (it hung
+// or crashed there); the group's call on a live stream runs, the communicator goes on.
+int group_stream_case() {
+  dcclComm_t c = init();
+  int n = 0, bad = 0;
+  dcclCommCount(c, &n);
+  dcclStream_t gone = nullptr, kept = nullptr;
+  if (dcclStreamCreate(&gone) != dcclSuccess || dcclStreamCreate(&kept) != dcclSuccess) return expect(false, "streams");
+  int x = g_rank + 1, y = -1, z = -1;
+  dcclGroupStart();
+  dcclAllReduce(&x, &y, 1, dcclInt32, dcclSum, c, gone);
+  dcclAllReduce(&x, &z, 1, dcclInt32, dcclSum, c, kept);
+  dcclStreamDestroy(gone);
+  const dcclResult_t rc = dcclGroupEnd();
+  const std::string msg = dcclGetLastError(nullptr);
+  bad += expect(rc == dcclInvalidUsage && has(msg.c_str(), "not a live stream") && has(msg.c_str(), "dcclGroupEnd") &&
+                    has(msg.c_str(), ("rank " + std::to_string(g_rank)).c_str()),
+                "group end refuses the call on the destroyed stream", msg.c_str());
+  bad += expect(dcclStreamSynchronize(kept) == dcclSuccess && z == n * (n + 1) / 2, "the call on the live stream ran",
+                dcclGetLastError(nullptr));
+  bad += expect(y == -1, "nothing ran for the destroyed stream");
+  bad += checked_allreduce(c, n, "all_reduce after the group");
+  dcclStreamDestroy(kept);
+  bad += expect(dcclCommDestroy(c) == dcclSuccess, "destroy", dcclGetLastError(nullptr));
   return bad;
 }
 
@@ -419,6 +458,7 @@ int main(int argc, char** argv) {
   if (mode == "threads") return threads_case();
   if (mode == "contract") return contract_case();
   if (mode == "split-destroy") return split_destroy_case();
+  if (mode == "group-stream") return group_stream_case();
   if (mode == "p2p-size") return p2p_size_case();
   if (mode == "p2p-crossed") return p2p_crossed_case();
   if (mode == "type-collide") return type_collide_case();
@@ -433,6 +473,6 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr,
                "usage: misuse_check seg-count all_reduce|all_gather|reduce_scatter | seg-type [small] | seg-op [small] | fork | threads | "
-               "contract | split-destroy | check-one | ifname | p2p-size | p2p-crossed | type-collide | init-one bad|exit\n");
+               "contract | split-destroy | group-stream | check-one | ifname | p2p-size | p2p-crossed | type-collide | init-one bad|exit\n");
   return 2;
 }
