@@ -1,5 +1,7 @@
 #include "mem/path_choice.hpp"
 
+#include <algorithm>
+
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "mem/viability.hpp"
@@ -133,10 +135,21 @@ void PathChooser::deregister_user(void* handle) {
                                                     "communicator (or is deregistered already)"));
   std::unique_ptr<UserReg> reg = std::move(it->second);
   user_.erase(it);
-  if (reg->direct) {
-    reg->ref.release();
-    direct_->forget(reg->p);  // deregistered now, or when its last transfer ends
-  }
+  if (!reg->direct) return;
+  reg->ref.release();
+  // The allocation goes from the cache (now, or when its last transfer ends) unless
+  // another registration still holds it: that one must keep its calls registration-free.
+  Backend& be = backend_of(reg->p);
+  void* base = nullptr;
+  size_t size = 0;
+  const bool held = be.range_of(reg->p, &base, &size) &&
+                    std::any_of(user_.begin(), user_.end(), [&](const auto& kv) {
+                      void* b = nullptr;
+                      size_t n = 0;
+                      return kv.second->direct && &backend_of(kv.second->p) == &be &&
+                             be.range_of(kv.second->p, &b, &n) && b == base;
+                    });
+  if (!held) direct_->forget(reg->p);
 }
 
 }  // namespace dccl::mem

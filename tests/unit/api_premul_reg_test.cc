@@ -234,6 +234,18 @@ TEST(CommRegister, RegisteredBuffersNeedNoRegistrationPerCall) {
     ASSERT_EQ(dcclRecv(rb, count, dcclFloat32, peer, c, nullptr), dcclSuccess);
     ASSERT_EQ(dcclGroupEnd(), dcclSuccess) << last_error();
     EXPECT_EQ(stats_of(c).registrations - s2.registrations, 1u);
+    // A second registration of rb (its second half), deregistered: the first still
+    // holds the allocation, so calls on rb register nothing.
+    void* hr2 = nullptr;
+    ASSERT_EQ(dcclCommRegister(c, static_cast<char*>(rb) + count * 2, count * 2, &hr2), dcclSuccess) << last_error();
+    ASSERT_EQ(dcclCommDeregister(c, hr2), dcclSuccess) << last_error();
+    const dcclStats_t s25 = stats_of(c);
+    ASSERT_EQ(dcclGroupStart(), dcclSuccess);
+    ASSERT_EQ(dcclSend(sb, count, dcclFloat32, peer, c, nullptr), dcclSuccess);
+    ASSERT_EQ(dcclRecv(rb, count, dcclFloat32, peer, c, nullptr), dcclSuccess);
+    ASSERT_EQ(dcclGroupEnd(), dcclSuccess) << last_error();
+    EXPECT_EQ(stats_of(c).registrations, s25.registrations) << "rb is still registered through hr";
+    EXPECT_EQ(stats_of(c).regCacheMisses, s25.regCacheMisses);
     // Deregistered: the next call on it registers it again.
     ASSERT_EQ(dcclCommDeregister(c, hs), dcclSuccess) << last_error();
     const dcclStats_t s3 = stats_of(c);
