@@ -40,6 +40,7 @@ void allreduce_ring(CallContext& c, const Args& a) {
   RingPipeline p;
   p.steps = 2 * (n - 1);
   p.chunks = C;
+  p.align = maxb * es >= RingPipeline::kAlignBlockBytes;
   p.bytes = [&](int t, int ch) {
     size_t off, len;
     range(block_of(t, true), ch, &off, &len);

@@ -30,6 +30,7 @@ void reduce_scatter_ring(CallContext& c, const Args& a) {
   RingPipeline p;
   p.steps = T;
   p.chunks = C;
+  p.align = bcount * es >= RingPipeline::kAlignBlockBytes;
   p.bytes = [&](int, int ch) {
     size_t off, len;
     range(ch, &off, &len);

@@ -30,10 +30,10 @@ struct RingPipeline {
   // travels round the ring from call to call. Worth its log2(n) empty messages on
   // large blocks only (see kAlignBlockBytes).
   bool align = false;
-  // Per-rank block size from which a ring across the network starts together: 16 MiB
-  // allgather on 4 emulated hosts behind a capped leaf-spine fabric took 108 ms a call
-  // with it against 114 without (0.93 against 0.88 of the link; bench/results/
-  // 2026-12-06-ring-align), where a barrier costs ~0.2 ms.
+  // Per-rank block size from which a ring starts together (allgather, reduce-scatter,
+  // allreduce): on 4 emulated hosts behind a capped leaf-spine fabric, 16 MiB calls took
+  // allgather 108 against 114 ms, reduce-scatter 107-108 against 112-116, allreduce 214
+  // against 218 (bench/results/2026-12-06-ring-align), where a barrier costs ~0.2 ms.
   static constexpr size_t kAlignBlockBytes = size_t{1} << 20;
 
   void run(CallContext& c, int next, int prev) const;
