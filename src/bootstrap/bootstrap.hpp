@@ -62,6 +62,9 @@ class Bootstrap {
   // errors logged only).
   void lease_init(const std::string& who);
   void abandon(const std::string& why) noexcept;
+  // How long a rank whose init fails before it joined (a bad setting) spends reaching
+  // the store, and waiting for its job's secret, to tell the others.
+  static constexpr std::chrono::seconds kTellBound{10};
 
   // The one call that may come from another thread while this object is in use:
   // the get(), allgather() or barrier() in progress, and every later one, throws

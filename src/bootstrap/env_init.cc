@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "bootstrap/bootstrap.hpp"
 #include "bootstrap/secret_file.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
@@ -300,7 +301,7 @@ EnvJob env_job() {
     return job;
   }
   cfg = core::Config{};
-  cfg.timeout_s = 10;  // rank 0's secret file, when rank 0 is there to publish it
+  cfg.timeout_s = Bootstrap::kTellBound.count();  // rank 0's secret file, when rank 0 is there
   try {
     resolve_job(&job, cfg);
   } catch (const core::Error&) {

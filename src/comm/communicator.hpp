@@ -40,7 +40,8 @@ struct ProcessPlace {
 // A rank whose init fails before it joined the store (a bad setting found first)
 // still tells the other ranks through the store, so that their init fails at once
 // naming this rank and the cause instead of waiting for it until DCCL_TIMEOUT_S:
-// connects within `bound`, sets the abandon mark (as a failed init does), parks
+// connects within Bootstrap::kTellBound (and by `until`, if given), sets the abandon
+// mark (as a failed init does), parks
 // `server` (the store this rank hosts, if any: it stays up, so that ranks that come
 // later are refused with the cause), then throws Error(code, what). Errors of the
 // store are logged only. `label`: how the others' errors name this rank ("rank R").
@@ -49,7 +50,7 @@ struct ProcessPlace {
 [[noreturn]] void fail_before_join(const boot::UniqueIdData& id, int nranks, int rank,
                                    std::unique_ptr<boot::StoreServer> server, const std::string& ns,
                                    dcclResult_t code, const std::string& what,
-                                   std::chrono::milliseconds bound = std::chrono::seconds(10),
+                                   std::chrono::steady_clock::time_point until = {},
                                    const std::string& label = {});
 
 class Communicator {

@@ -71,9 +71,7 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
       raise(dcclInvalidArgument,
             "DCCL_SOCKET_IFNAME=" + cfg_.socket_ifname + ": no such network interface on this host");
   } catch (const Error& e) {
-    auto bound = std::chrono::milliseconds(std::chrono::seconds(10));
-    if (deadline != TimePoint{}) bound = std::min(bound, time_left(deadline));
-    fail_before_join(id, nranks, rank, std::move(server), ns, e.code(), describe(rank, "init", e.what()), bound,
+    fail_before_join(id, nranks, rank, std::move(server), ns, e.code(), describe(rank, "init", e.what()), deadline,
                      label_);
   }
   open_store(id, std::move(server), ns, deadline);
@@ -119,7 +117,9 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
 
 void fail_before_join(const boot::UniqueIdData& id, int nranks, int rank, std::unique_ptr<boot::StoreServer> server,
                       const std::string& ns, dcclResult_t code, const std::string& what,
-                      std::chrono::milliseconds bound, const std::string& label) {
+                      std::chrono::steady_clock::time_point until, const std::string& label) {
+  std::chrono::milliseconds bound = boot::Bootstrap::kTellBound;
+  if (until != std::chrono::steady_clock::time_point{}) bound = std::min(bound, time_left(until));
   try {
     boot::Bootstrap b(id, rank, nranks, bound, nullptr, ns, boot::Bootstrap::Role::Rank,
                       std::chrono::steady_clock::now() + bound);

@@ -260,19 +260,20 @@ std::vector<std::string> topology_lines(const std::vector<Blob>& blobs, const st
         const std::string yn = y.rail_name(y.rails_of(p.provider)[static_cast<size_t>(p.home)]);
         what = p.provider;
         auto nm = [&](const std::string& s) { return s.empty() ? std::to_string(p.home) : s; };
-        if (trusted && !trusted(p.provider)) {  // the socket path's own flows: not libfabric's
-          what = "DirectCCL's authenticated socket path (" + p.provider + " is not trusted: DCCL_TRUST_NETWORK=0)" +
-                 (yn == xn ? " on rail " + nm(xn) : " on rails " + nm(xn) + " -> " + nm(yn));
+        const std::string on = yn == xn ? " on rail " + nm(xn) : " on rails " + nm(xn) + " -> " + nm(yn);
+        const bool sock = trusted && !trusted(p.provider);  // the socket path's own flows: not libfabric's
+        if (sock) {
+          what = "DirectCCL's authenticated socket path (" + p.provider + " is not trusted: DCCL_TRUST_NETWORK=0)" + on;
         } else if (p.provider != kShmProvider && (xr.size() > 1 || !xn.empty())) {
           if (p.lanes >= 2) {
             what += " striped over rails " + rail_list(names_of(x, p.provider), p.lanes) + " (parts >= " +
                     bytes_text(p.stripe_min) + "; smaller on " + (xn.empty() ? "rail " + std::to_string(p.home) : xn) +
                     ")";
           } else {
-            what += yn == xn ? " on rail " + nm(xn) : " on rails " + nm(xn) + " -> " + nm(yn);
+            what += on;
           }
         }
-        if (p.flows >= 2 && (!trusted || trusted(p.provider)))
+        if (p.flows >= 2 && !sock)
           what += ", " + std::to_string(p.flows) + " flows per rail (parts >= " +
                   bytes_text(std::max<uint64_t>(spread_cut(p, SIZE_MAX).stripe_min, kFlowsMinBytes)) + " cut over them)";
       } catch (const core::Error& e) {
