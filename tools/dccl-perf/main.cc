@@ -4,8 +4,6 @@
 // (dcclCommInitFromEnv). Only rank 0 prints the table; a usage error is printed by
 // every rank (dccl-run prefixes each line with its rank), since a launcher may stop
 // rank 0 as soon as another rank exits with it.
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
