@@ -96,7 +96,12 @@ for t in $(seq 1 "$trials"); do
     # The abort's own moment, as rank 3 recorded it.
     [ "$mode" = abort ] && [ -s "$dir/result.3" ] && read -r t0 _ < "$dir/result.3"
   fi
+  # A rank still running 30 s after the kill, or after its mode's reports, is stuck:
+  # its threads' stacks go to the log (for the trial's failure report), then it is killed.
+  dump_stuck_ranks $pid "$dir" 30 &
+  watch=$!
   wait $pid
+  kill $watch 2>/dev/null; wait $watch 2>/dev/null
   ok=1 tw=0
   # A process's log lines carry its own rank, its sub-communicators' lines too.
   other=$(grep -E '^\[[0-9]+\] [^ ]+ \[rank [0-9]+\] DCCL' "$dir/log" |

@@ -41,6 +41,27 @@ wait_for() {
   return 1
 }
 
+# dump_stuck_ranks PID DIR SECONDS (in the background): when dccl-run PID still runs
+# after SECONDS, every rank whose DIR/pid.<rank> process is alive gets its threads'
+# stacks printed (gdb, when installed) and is killed, so a hang ends the trial with
+# its cause on record instead of waiting for dccl-run's own limit.
+dump_stuck_ranks() {
+  local pid=$1 dir=$2 secs=$3 f p i
+  for i in $(seq 1 $((secs * 10))); do
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.1
+  done
+  for f in "$dir"/pid.*; do
+    p=$(cat "$f" 2>/dev/null) || continue
+    kill -0 "$p" 2>/dev/null || continue
+    echo "STUCK: rank ${f##*.} (pid $p) still running ${secs} s on; its stacks:"
+    if command -v gdb >/dev/null; then
+      timeout 60 gdb -p "$p" -batch -ex "thread apply all bt" 2>/dev/null | grep -E '^(Thread|#)' | head -150
+    fi
+    kill -KILL "$p" 2>/dev/null
+  done
+}
+
 # hold_hosts DCCL_RUN HOSTS [dccl-run options...]: emulated hosts for programs
 # started with `ip netns exec` (flows, other launchers): dccl-run in the background
 # with one sleeping rank per host. Sets held (its pid) and emu (dccl-<pid>, the
