@@ -11,11 +11,12 @@
 //     before the real dialer: accept keeps waiting, then connects, and data flow.
 //   plugin_edges PLUGIN.so truncate sock|shm|tcp
 //     a 100-byte send into a 10-byte receive fails the receive at once with the
-//     right lengths; the comm then fails every later call at once, never hangs.
+//     right lengths (and again when tested again); the comm then fails every
+//     later call at once, never hangs.
 //   plugin_edges PLUGIN.so args sock|shm|tcp
 //     getProperties with null props in every table, makeVDevice of 0 devices,
-//     deregMr of a foreign or freed handle, a lower layer's error naming the call
-//     and device.
+//     deregMr, isend and irecv with a foreign or freed handle, isend and irecv
+//     of a null buffer, a lower layer's error naming the call and device.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -279,6 +280,12 @@ void truncate(int dev) {
             w.find("0 bytes longer") == std::string::npos && w.find("in progress") == std::string::npos,
         "the message: '%s'", w.c_str());
   (void)sq;  // left outstanding: closeSend cancels it
+  // Testing the failed receive again fails again: it never turns into a completed one.
+  int done = -1;
+  got = -1;
+  const NcclResult again = net->test(rq, &done, &got);
+  CHECK(again != kNcclSuccess && done == 0, "the failed receive tested again: result %d, done %d, size %d", again,
+        done, got);
   // Later calls on the comm fail at once, naming the truncation.
   const auto t1 = Clock::now();
   void* later = nullptr;
@@ -321,8 +328,30 @@ void args(const Plugin& pl, int dev, const std::string& kind) {
   CHECK(net->dereg_mr(sc, garbage) == kNcclInvalidArgument, "deregMr of a garbage handle");
   CHECK(last_warning().find("deregMr on dccl-") != std::string::npos, "deregMr's message: '%s'", last_warning().c_str());
   CHECK(net->dereg_mr(rc, mh) == kNcclInvalidArgument, "deregMr on another comm than the registration's");
+  // A transfer with another comm's registration, or a freed one, is refused (never read).
+  void* rmh = nullptr;
+  OK(net->reg_mr(rc, buf.data(), buf.size(), kNcclPtrHost, &rmh));
+  void* req = nullptr;
+  CHECK(net->isend(sc, buf.data(), 64, 1, rmh, nullptr, &req) == kNcclInvalidArgument && !req,
+        "isend with the receive comm's registration");
+  CHECK(last_warning().find("isend on dccl-") != std::string::npos &&
+            last_warning().find("not a live registration of this comm") != std::string::npos,
+        "isend's message: '%s'", last_warning().c_str());
+  void* p = buf.data();
+  size_t cap = 64;
+  int tag = 1;
+  CHECK(net->irecv(rc, 1, &p, &cap, &tag, &mh, nullptr, &req) == kNcclInvalidArgument && !req,
+        "irecv with the send comm's registration");
+  void* null_buf = nullptr;
+  CHECK(net->irecv(rc, 1, &null_buf, &cap, &tag, nullptr, nullptr, &req) == kNcclInvalidArgument && !req,
+        "irecv of 64 bytes into a null buffer");
+  CHECK(net->isend(sc, nullptr, 64, 1, nullptr, nullptr, &req) == kNcclInvalidArgument && !req,
+        "isend of 64 bytes from a null buffer");
+  OK(net->dereg_mr(rc, rmh));
   OK(net->dereg_mr(sc, mh));
   CHECK(net->dereg_mr(sc, mh) == kNcclInvalidArgument, "deregMr of a freed handle");
+  CHECK(net->isend(sc, buf.data(), 64, 1, mh, nullptr, &req) == kNcclInvalidArgument && !req,
+        "isend with a freed registration");
   if (kind != "sock") {
     // A dma-buf whose offset does not match the buffer's place in its page: the
     // memory layer refuses it; the message names the plugin's call and device.
@@ -337,6 +366,32 @@ void args(const Plugin& pl, int dev, const std::string& kind) {
           "regMrDmaBuf at an inconsistent offset: result %d: '%s'", r, last_warning().c_str());
     sim.free(dm);
   }
+  // Calls after close are refused and never read the closed objects (ASan checks the
+  // "never read" part: plugin.* runs under it in CI): a request outstanding at close,
+  // the closed comms, the closed listen comm.
+  void* pending = nullptr;
+  cap = 64;
+  OK(net->irecv(rc, 1, &p, &cap, &tag, nullptr, nullptr, &pending));
+  OK(net->close_send(sc));
+  OK(net->close_recv(rc));
+  OK(net->close_listen(lc));
+  int done = 0;
+  int got = 0;
+  CHECK(net->test(pending, &done, &got) == kNcclInvalidArgument, "test of a request whose comm was closed");
+  CHECK(net->isend(sc, buf.data(), 64, 1, nullptr, nullptr, &req) == kNcclInvalidArgument, "isend after closeSend");
+  CHECK(last_warning().find("isend") != std::string::npos && last_warning().find("closed") != std::string::npos,
+        "isend after closeSend's message: '%s'", last_warning().c_str());
+  CHECK(net->irecv(rc, 1, &p, &cap, &tag, nullptr, nullptr, &req) == kNcclInvalidArgument, "irecv after closeRecv");
+  CHECK(net->reg_mr(sc, buf.data(), buf.size(), kNcclPtrHost, &mh) == kNcclInvalidArgument, "regMr after closeSend");
+  CHECK(net->close_send(sc) == kNcclInvalidArgument, "closeSend twice");
+  CHECK(net->close_recv(rc) == kNcclInvalidArgument, "closeRecv twice");
+  void* rc2 = nullptr;
+  CHECK(net->accept(lc, &rc2, nullptr) == kNcclInvalidArgument && !rc2, "accept after closeListen");
+  CHECK(net->close_listen(lc) == kNcclInvalidArgument, "closeListen twice");
+  // A new pair works after all that (the closed objects may be handed out again).
+  sc = rc = nullptr;
+  OK(net->listen(dev, handle, &lc));
+  self_pair(dev, handle, lc, &sc, &rc, 30);
   OK(net->close_send(sc));
   OK(net->close_recv(rc));
   OK(net->close_listen(lc));

@@ -255,6 +255,13 @@ struct Link::Impl {
                                            " bytes exceed " + dev.name + "'s largest message " + std::to_string(dev.max_bytes));
     void* at = p;
     net::MemRegion* mr = nullptr;
+    if (r && !regions.count(r)) {  // never read a handle that is not ours (freed, or another comm's)
+      char h[32];
+      snprintf(h, sizeof(h), "%p", static_cast<void*>(r));
+      core::raise(dcclInvalidArgument, "NET/dccl " + what + " on " + dev.name + ": mhandle " + h +
+                                           " is not a live registration of this comm (never registered on it, or "
+                                           "deregistered already)");
+    }
     if (r) {
       const auto* c = static_cast<const char*>(p);
       const auto* b = static_cast<const char*>(r->base);
@@ -478,15 +485,18 @@ bool Link::test(Op* op, size_t* bytes) {
                                    core::timeout_text(m.cfg) + m.net->mismatch_note(op->req));
     }
     op->active = false;
-    if (op->req.failed) {
-      m.failed = true;
-      // A provider's truncation (FI_ETRUNC): its own text may misstate the lengths.
-      if (!op->req.is_send && op->req.misuse)
-        m.truncated(what, "the sender's message is longer than this " + std::to_string(posted) + "-byte receive");
-      core::raise(dcclRemoteError, "NET/dccl " + what + " on " + m.dev.name + ": " + op->req.error);
-    }
     // The NIC wrote into device memory: visible to the device before NCCL sees it done.
-    if (op->flush) mem::cuda_backend()->flush_remote_writes();
+    if (!op->req.failed && op->flush) mem::cuda_backend()->flush_remote_writes();
+  }
+  // A failed op fails every test of it, not only the first (a second test must not
+  // report the failed transfer complete).
+  if (op->req.failed) {
+    m.failed = true;
+    const std::string what = op->req.is_send ? "isend" : "irecv";
+    // A provider's truncation (FI_ETRUNC): its own text may misstate the lengths.
+    if (!op->req.is_send && op->req.misuse)
+      m.truncated(what, "the sender's message is longer than this " + std::to_string(op->req.len) + "-byte receive");
+    core::raise(dcclRemoteError, "NET/dccl " + what + " on " + m.dev.name + ": " + op->req.error);
   }
   *bytes = op->req.bytes.load(std::memory_order_relaxed);
   return true;

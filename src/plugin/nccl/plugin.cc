@@ -13,6 +13,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "bootstrap/bind_address.hpp"
 #include "core/socket.hpp"
@@ -72,6 +73,30 @@ struct ListenComm {
   int dev = 0;
   std::unique_ptr<Acceptor> acceptor;
 };
+
+// A closed comm or listen comm is emptied, its magic cleared, and kept to be handed
+// out again, never freed: a pointer that NCCL (or a buggy caller) passes after its
+// close is refused by its magic, never read after free, and so are the requests it
+// held (kept in its spare list, magic cleared). There are as many as were open at once.
+std::mutex g_husks_mu;
+std::vector<Comm*> g_comm_husks;
+std::vector<ListenComm*> g_listen_husks;
+
+template <class T>
+T* reuse(std::vector<T*>* husks) {
+  std::lock_guard<std::mutex> lock(g_husks_mu);
+  if (husks->empty()) return new T;
+  T* h = husks->back();
+  husks->pop_back();
+  return h;
+}
+
+template <class T>
+void retire(T* h, std::vector<T*>* husks) {
+  h->magic = 0;
+  std::lock_guard<std::mutex> lock(g_husks_mu);
+  husks->push_back(h);
+}
 
 NcclResult to_nccl(dcclResult_t c) {
   switch (c) {
@@ -136,11 +161,12 @@ Secret new_secret() {
 }
 
 Comm* new_comm(std::unique_ptr<Link> link, bool sending, int dev) {
-  auto c = std::make_unique<Comm>();
+  Comm* c = reuse(&g_comm_husks);
   c->sending = sending;
   c->dev = dev;
   c->link = std::move(link);
-  return c.release();
+  c->magic = kCommMagic;
+  return c;
 }
 
 void free_req(Req* r) {
@@ -158,7 +184,8 @@ NcclResult close_comm(void* p, const char* op) {
     if (outstanding) c->link->cancel();
     for (Req* r : std::set<Req*>(c->reqs)) free_req(r);
     c->magic = 0;
-    delete c;
+    c->link.reset();
+    retire(c, &g_comm_husks);
     if (outstanding) say(kNcclLogInfo, std::string("NET/dccl ") + op + ": requests still outstanding were cancelled");
   });
 }
@@ -203,12 +230,14 @@ NcclResult listen(int dev, void* handle, void** listen_comm) {
     const Device& d = device(dev, "listen");
     if (!handle || !listen_comm) bad("listen", "handle or listenComm is null");
     static_assert(sizeof(Handle) <= kNcclHandleBytes, "the handle must fit NCCL's");
-    auto lc = std::make_unique<ListenComm>();
+    auto acceptor = std::make_unique<Acceptor>(d, dev, new_secret(), say);
+    ListenComm* lc = reuse(&g_listen_husks);
     lc->dev = dev;
-    lc->acceptor = std::make_unique<Acceptor>(d, dev, new_secret(), say);
+    lc->acceptor = std::move(acceptor);
+    lc->magic = kCommMagic + 1;
     memset(handle, 0, kNcclHandleBytes);
     memcpy(handle, &lc->acceptor->handle(), sizeof(Handle));
-    *listen_comm = lc.release();
+    *listen_comm = lc;
   });
 }
 
@@ -362,7 +391,8 @@ NcclResult close_listen(void* listen_comm) {
     auto* lc = static_cast<ListenComm*>(listen_comm);
     if (!lc || lc->magic != kCommMagic + 1) bad("closeListen", "not a listen comm of this plugin");
     lc->magic = 0;  // handshakes in progress end (a transport connect by its deadline)
-    delete lc;
+    lc->acceptor.reset();
+    retire(lc, &g_listen_husks);
   });
 }
 
