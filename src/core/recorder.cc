@@ -105,10 +105,13 @@ class Out {
 // part of `dir` cannot be made (a part that exists, folder or not, is passed over:
 // the open in dump() then names what is wrong with it).
 bool make_dirs(const char* dir) {
-  char part[512];
+  char part[Recorder::kMaxPath];
   size_t n = 0;
   for (; dir[n]; ++n) {
-    if (n + 1 >= sizeof(part)) return true;  // too long to copy: dump()'s open decides
+    if (n + 1 >= sizeof(part)) {  // longer than a path can be
+      errno = ENAMETOOLONG;
+      return false;
+    }
     if (dir[n] == '/' && n > 0) {
       part[n] = '\0';
       if (::mkdir(part, 0755) != 0 && errno != EEXIST) return false;
@@ -323,6 +326,9 @@ bool Recorder::latest(RecEntry* out) const {
 }
 
 std::string Recorder::prepare_dir(const std::string& dir) {
+  if (dir.size() >= kMaxPath)
+    return "its name is " + std::to_string(dir.size()) + " characters long (at most " + std::to_string(kMaxPath - 1) +
+           ")";
   for (size_t at = 1; at <= dir.size(); ++at) {
     if (at < dir.size() && dir[at] != '/') continue;
     const std::string part = dir.substr(0, at);
@@ -341,11 +347,14 @@ bool Recorder::dump(const char* reason, const char* dir) const noexcept {
   if (dir && dir[0] && !make_dirs(dir)) return false;  // errno: why
   if (!dir) dir = dir_;
   if (!dir || !dir[0]) return false;
-  // <dir>/dccl-rec.<comm>.r<rank>.jsonl, built without allocating.
-  char path[768];
+  // <dir>/dccl-rec.<comm>.r<rank>.jsonl, built without allocating; a name that does
+  // not fit is refused, never cut short (a file elsewhere, or one dccl-trace misses).
+  char path[kMaxPath];
   size_t n = 0;
+  bool fits = true;
   auto put = [&](const char* p) {
     while (*p && n + 1 < sizeof(path)) path[n++] = *p++;
+    if (*p) fits = false;
   };
   char num[24];
   int d = 0;
@@ -363,6 +372,10 @@ bool Recorder::dump(const char* reason, const char* dir) const noexcept {
   put(rk);
   put(".jsonl");
   path[n] = '\0';
+  if (!fits) {
+    errno = ENAMETOOLONG;
+    return false;
+  }
   const int fd = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return false;
   bool ok;

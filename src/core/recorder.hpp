@@ -54,6 +54,9 @@ class Recorder {
  public:
   // `capacity` entries (0: recording off; every call below is then a no-op).
   explicit Recorder(size_t capacity);
+  // The longest folder a dump goes to, and the longest file name it writes (PATH_MAX):
+  // a longer one fails the dump with ENAMETOOLONG, never writes a name cut short.
+  static constexpr size_t kMaxPath = 4096;
   ~Recorder();
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;
@@ -127,7 +130,8 @@ class Recorder {
   char tag_[32] = {};
   uint64_t user_seq_ = 0;
   int rank_ = 0, nranks_ = 0;
-  char host_[64] = {}, comm_[80] = {}, dir_[512] = {};
+  char host_[64] = {}, comm_[80] = {};
+  char dir_[kMaxPath] = {};  // DCCL_RECORDER_DIR in full (a longer one is named by prepare_dir)
   std::string hosts_json_ = "[]";  // written once at init; dumps only read it
   int slot_ = -1;  // in the process's registry
 };

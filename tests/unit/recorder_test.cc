@@ -6,6 +6,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <iterator>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -103,6 +106,35 @@ TEST(Recorder, DumpMakesTheFolderGiven) {
   rmdir((std::string(dir) + "/a").c_str());
   unlink(file.c_str());
   rmdir(dir);
+}
+
+// A long folder gets its dump under the file's full name, made where missing (a
+// 749-character folder once got "dccl-rec.long.r0" cut short, reported written; an
+// 829-character one was never made); a name longer than a path can be fails with
+// ENAMETOOLONG and writes nothing.
+TEST(Recorder, DumpTakesLongFolders) {
+  char dir[] = "/tmp/dccl-rec-test-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  Recorder r(2);
+  r.identify(0, 2, "h", "long", "");
+  r.end(r.begin(0, "all_reduce", 1, "float32", "sum", 0, -1), 0);
+  std::string mid = std::string(dir) + "/" + std::string(200, 'a') + "/" + std::string(200, 'b') + "/" +
+                    std::string(200, 'c') + "/" + std::string(120, 'd');
+  ASSERT_EQ(mid.size(), 749u);
+  std::filesystem::create_directories(mid);
+  ASSERT_TRUE(r.dump("on demand", mid.c_str())) << strerror(errno);
+  EXPECT_EQ(lines_of(mid + "/dccl-rec.long.r0.jsonl").size(), 2u);
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(mid), std::filesystem::directory_iterator()), 1);
+  const std::string deep = mid + "/" + std::string(79, 'e');
+  ASSERT_TRUE(r.dump("on demand", deep.c_str())) << strerror(errno);
+  EXPECT_EQ(lines_of(deep + "/dccl-rec.long.r0.jsonl").size(), 2u);
+  std::string huge = dir;
+  while (huge.size() < Recorder::kMaxPath - 10) huge += "/" + std::string(200, 'f');
+  errno = 0;
+  EXPECT_FALSE(r.dump("on demand", huge.c_str()));
+  EXPECT_EQ(errno, ENAMETOOLONG);
+  EXPECT_NE(Recorder::prepare_dir(huge).find("characters long"), std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Recorder, StepsAreKeptThenCounted) {
