@@ -1,5 +1,6 @@
 """dccl-trace on bad input: a missing path, an unreadable (binary) file, a dump whose
-header has no rank, JSON lines that are not records, and an empty folder; a
+header has no rank, JSON lines that are not records, records without their
+fields, an empty dump and an empty folder; a
 --png or --timeline that cannot be written, gnuplot missing or failing. Each
 exits 1 with one line on stderr naming the path and the cause, never a Python
 traceback; a valid dump beside the junk is still read.
@@ -50,6 +51,30 @@ with tempfile.TemporaryDirectory() as tmp:
     assert p.returncode == 0, p.stderr
     rep = json.loads(p.stdout)
     assert len(rep) == 1 and rep[0]["comm"] == "c1", rep
+    # An empty dump (cut off before its header) is named and left out; alone, it is refused.
+    blank = os.path.join(tmp, "dccl-rec.c1.r1.jsonl")
+    open(blank, "w").close()
+    p = run("--json", good, blank)
+    assert p.returncode == 0 and blank in p.stderr and "empty" in p.stderr, p.stderr
+    refused(blank, "no flight-recorder dumps")
+    os.unlink(blank)
+    # A call record without its fields, or with malformed steps, is named and left out
+    # (it once ended in a KeyError traceback); the complete record beside it is read.
+    partial = os.path.join(tmp, "dccl-rec.c2.r0.jsonl")
+    with open(partial, "w") as f:
+        f.write(json.dumps({"header": True, "comm": "c2", "rank": 0, "nranks": 2, "host": "h0",
+                            "reason": "timeout", "hosts": ["h0", "h1"]}) + "\n")
+        f.write(json.dumps({"seq": 0, "coll": "all_reduce", "count": 4, "type": "float32", "root": -1,
+                            "start_ns": 1000, "end_ns": 2000, "result": 0, "steps": []}) + "\n")
+        f.write(json.dumps({"seq": 1, "coll": "all_reduce"}) + "\n")
+        f.write(json.dumps({"seq": 2, "coll": "all_reduce", "count": 4, "type": "float32", "root": -1,
+                            "start_ns": 3000, "end_ns": 0, "result": -1, "steps": [[1, "recv"]]}) + "\n")
+    p = run("--json", partial)
+    assert p.returncode == 0, p.stderr
+    assert "line 3 is a call record without all its fields" in p.stderr and "line 4" in p.stderr, p.stderr
+    rep = json.loads(p.stdout)
+    assert rep[0]["comm"] == "c2" and rep[0]["calls_recorded"] == 1, rep
+    os.unlink(partial)
 
     # Outputs that cannot be written, gnuplot missing or failing: one line, exit 1.
     def out_refused(why, *args, env=None):

@@ -70,6 +70,21 @@ def warn(text):
     print("dccl-trace: warning: " + text, file=sys.stderr)
 
 
+# A record's fields the analysis reads, with their types (a dump writes them all).
+FIELDS = {"seq": int, "coll": str, "count": int, "type": str, "root": int, "start_ns": int, "end_ns": int,
+          "result": int}
+
+
+def complete(obj):
+    """Whether a JSON object holds a whole call record (its fields and steps well formed)."""
+    if any(not isinstance(obj.get(k), t) or isinstance(obj.get(k), bool) for k, t in FIELDS.items()):
+        return False
+    steps = obj.get("steps", [])
+    return isinstance(steps, list) and all(
+        isinstance(st, list) and len(st) == 5 and isinstance(st[0], int) and st[1] in ("send", "recv") and
+        all(isinstance(v, int) for v in st[2:]) for st in steps)
+
+
 def read_file(path):
     header, calls, bad = None, [], None
     try:
@@ -92,9 +107,16 @@ def read_file(path):
         if obj.get("header"):
             header = obj
         elif isinstance(obj.get("seq"), int) and "coll" in obj:
-            calls.append(obj)
+            if complete(obj):
+                calls.append(obj)
+            else:  # a record without its fields (written by hand, or by another tool)
+                warn("%s: line %d is a call record without all its fields (%s) or with malformed steps; left out"
+                     % (path, i + 1, ", ".join(FIELDS)))
     if header is not None and not isinstance(header.get("rank"), int):
         raise DumpError("%s: its header has no rank: not a flight-recorder dump" % path)
+    if last < 0:  # nothing written: a dump cut off before its first line
+        warn("%s: empty (a dump cut off before its header was written?); left out" % path)
+        return None
     torn = bad is not None and bad == last
     if torn:
         m = re.search(r"\.r(\d+)\.jsonl$", path)
