@@ -24,12 +24,14 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "harness.hpp"
 #include "mem/backend.hpp"
+#include "plugin/nccl/handshake.hpp"
 
 using namespace harness;
 using Clock = std::chrono::steady_clock;
@@ -320,6 +322,17 @@ void args(const Plugin& pl, int dev, const std::string& kind) {
   char handle[kNcclHandleBytes] = {};
   void *lc = nullptr, *sc = nullptr, *rc = nullptr;
   OK(net->listen(dev, handle, &lc));
+  // A handle whose connection state is not one this process made (copied, changed)
+  // is refused, never followed as a pointer.
+  char forged[kNcclHandleBytes];
+  memcpy(forged, handle, sizeof(forged));
+  const uint64_t bogus = 0x0000dead0000beefull;
+  memcpy(forged + offsetof(dccl::plugin::Handle, pending), &bogus, sizeof(bogus));
+  void* fc = nullptr;
+  CHECK(net->connect(dev, nullptr, forged, &fc, nullptr) == kNcclInvalidArgument && !fc, "connect with a forged handle");
+  CHECK(last_warning().find("connect") != std::string::npos &&
+            last_warning().find("copied or changed") != std::string::npos,
+        "connect with a forged handle: '%s'", last_warning().c_str());
   self_pair(dev, handle, lc, &sc, &rc, 30);
   std::vector<char> buf(1 << 16);
   void* mh = nullptr;

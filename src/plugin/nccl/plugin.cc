@@ -78,13 +78,18 @@ struct ListenComm {
 // out again, never freed: a pointer that NCCL (or a buggy caller) passes after its
 // close is refused by its magic, never read after free, and so are the requests it
 // held (kept in its spare list, magic cleared). There are as many as were open at once.
-std::mutex g_husks_mu;
+std::mutex g_mu;
 std::vector<Comm*> g_comm_husks;
 std::vector<ListenComm*> g_listen_husks;
 
+// Connections in the making (connect keeps one in the handle it is called with
+// again): a handle's state is followed only when it is one of these, so a handle
+// copied or changed between calls is refused instead of read as a pointer.
+std::set<Setup*> g_dials;
+
 template <class T>
 T* reuse(std::vector<T*>* husks) {
-  std::lock_guard<std::mutex> lock(g_husks_mu);
+  std::lock_guard<std::mutex> lock(g_mu);
   if (husks->empty()) return new T;
   T* h = husks->back();
   husks->pop_back();
@@ -94,7 +99,7 @@ T* reuse(std::vector<T*>* husks) {
 template <class T>
 void retire(T* h, std::vector<T*>* husks) {
   h->magic = 0;
-  std::lock_guard<std::mutex> lock(g_husks_mu);
+  std::lock_guard<std::mutex> lock(g_mu);
   husks->push_back(h);
 }
 
@@ -251,19 +256,34 @@ NcclResult connect(int dev, void* handle, void** send_comm, NcclNetDeviceHandle*
     Setup* s = reinterpret_cast<Setup*>(static_cast<uintptr_t>(h.pending));
     if (!s) {
       s = start_dial(d, h);
+      std::lock_guard<std::mutex> lock(g_mu);
+      g_dials.insert(s);
       h.pending = reinterpret_cast<uintptr_t>(s);
       memcpy(handle, &h, sizeof(h));
       return;
     }
+    {
+      std::lock_guard<std::mutex> lock(g_mu);
+      if (!g_dials.count(s))
+        bad("connect", "the handle's last 8 bytes name no connection this process is making (a handle copied or "
+                       "changed between connect calls; a listener's handle has them zero)");
+    }
+    Setup* const key = s;
+    auto forget = [&] {
+      std::lock_guard<std::mutex> lock(g_mu);
+      g_dials.erase(key);
+    };
     std::unique_ptr<Link> link;
     try {
       link = finish_dial(s);
     } catch (...) {
+      forget();
       h.pending = 0;
       memcpy(handle, &h, sizeof(h));
       throw;
     }
     if (!link) return;
+    forget();
     h.pending = 0;
     memcpy(handle, &h, sizeof(h));
     *send_comm = new_comm(std::move(link), true, dev);
