@@ -379,6 +379,19 @@ void args(const Plugin& pl, int dev, const std::string& kind) {
           "regMrDmaBuf at an inconsistent offset: result %d: '%s'", r, last_warning().c_str());
     sim.free(dm);
   }
+  // regMrDmaBuf of an unknown memory type; iflush on a send comm or of 0 or 9 buffers.
+  void* tmh = nullptr;
+  CHECK(net->reg_mr_dmabuf(sc, buf.data(), 4096, 7, 0, -1, &tmh) == kNcclInvalidArgument && !tmh,
+        "regMrDmaBuf of memory type 7");
+  CHECK(last_warning().find("unknown memory type 7") != std::string::npos, "regMrDmaBuf's message: '%s'",
+        last_warning().c_str());
+  void* fq = &tmh;
+  int fsize = 64;
+  CHECK(net->iflush(sc, 1, &p, &fsize, nullptr, &fq) == kNcclInvalidArgument, "iflush on a send comm");
+  CHECK(net->iflush(rc, 0, &p, &fsize, nullptr, &fq) == kNcclInvalidArgument, "iflush of 0 buffers");
+  CHECK(net->iflush(rc, 9, &p, &fsize, nullptr, &fq) == kNcclInvalidArgument, "iflush of 9 buffers");
+  OK(net->iflush(rc, 1, &p, &fsize, nullptr, &fq));
+  CHECK(fq == nullptr, "iflush of host memory: a null (complete) request");
   // Calls after close are refused and never read the closed objects (ASan checks the
   // "never read" part: plugin.* runs under it in CI): a request outstanding at close,
   // the closed comms, the closed listen comm.

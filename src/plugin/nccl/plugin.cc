@@ -315,6 +315,7 @@ NcclResult reg_mr_dmabuf(void* comm, void* data, size_t size, int type, uint64_t
   return guard("regMrDmaBuf", [&] {
     Comm* c = as_comm(comm, "regMrDmaBuf");
     if (!mhandle) bad("regMrDmaBuf", "mhandle is null");
+    if (type != kNcclPtrHost && type != kNcclPtrCuda) bad("regMrDmaBuf", "unknown memory type " + std::to_string(type));
     if (type == kNcclPtrHost) {
       *mhandle = c->link->reg(data, size, false);
       return;
@@ -378,8 +379,10 @@ NcclResult irecv(void* recv_comm, int n, void** data, const size_t* sizes, const
 
 NcclResult iflush(void* recv_comm, int n, void** data, const int* sizes, void** mhandles, void** request) {
   return guard("iflush", [&] {
-    as_comm(recv_comm, "iflush");
-    (void)n, (void)data, (void)sizes, (void)mhandles;
+    const Comm* c = as_comm(recv_comm, "iflush");
+    if (c->sending) bad("iflush", "a send comm");
+    if (n < 1 || n > kMaxRecvs) bad("iflush", std::to_string(n) + " buffers (1 to " + std::to_string(kMaxRecvs) + ")");
+    (void)data, (void)sizes, (void)mhandles;
     // A receive into device memory completes only after the NIC's writes were made
     // visible to the device (mem/direct_path.cc: flush_remote_writes), so no flush
     // is left to do: a null request is complete.
