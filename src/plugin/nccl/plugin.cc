@@ -79,8 +79,9 @@ struct ListenComm {
 // close is refused by its magic, never read after free, and so are the requests it
 // held (kept in its spare list, magic cleared). There are as many as were open at once.
 std::mutex g_mu;
-std::vector<Comm*> g_comm_husks;
-std::vector<ListenComm*> g_listen_husks;
+// Freed with the library (its unload, or the process's exit).
+std::vector<std::unique_ptr<Comm>> g_comm_husks;
+std::vector<std::unique_ptr<ListenComm>> g_listen_husks;
 
 // Connections in the making (connect keeps one in the handle it is called with
 // again): a handle's state is followed only when it is one of these, so a handle
@@ -88,19 +89,20 @@ std::vector<ListenComm*> g_listen_husks;
 std::set<Setup*> g_dials;
 
 template <class T>
-T* reuse(std::vector<T*>* husks) {
+T* reuse(std::vector<std::unique_ptr<T>>* husks) {
   std::lock_guard<std::mutex> lock(g_mu);
   if (husks->empty()) return new T;
-  T* h = husks->back();
+  T* h = husks->back().release();
   husks->pop_back();
   return h;
 }
 
 template <class T>
-void retire(T* h, std::vector<T*>* husks) {
+void retire(T* h, std::vector<std::unique_ptr<T>>* husks) {
   h->magic = 0;
+  std::unique_ptr<T> own(h);
   std::lock_guard<std::mutex> lock(g_mu);
-  husks->push_back(h);
+  husks->push_back(std::move(own));
 }
 
 NcclResult to_nccl(dcclResult_t c) {
