@@ -38,13 +38,30 @@ int64_t parse_count(const char* text, const char* var) {
   return v;
 }
 
+constexpr const char* kOp = "dcclCommInitFromEnv";
+
+// Runs `f`; an error it raises that does not name a rank yet is raised again as
+// "rank R: dcclCommInitFromEnv: [var: ]cause" (no rank while it is not known).
+template <class F>
+auto named(int rank, const char* var, F f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const core::Error& e) {
+    const std::string text = e.what();
+    if (text.rfind("rank ", 0) == 0 || text.rfind(kOp, 0) == 0) throw;
+    core::raise(e.code(), core::describe(rank, kOp, (var ? std::string(var) + ": " : std::string()) + text));
+  }
+}
+
 bool pick(const char* rank_var, const char* size_var, const char* name, EnvJob* job) {
   const char* r = env(rank_var);
   const char* s = env(size_var);
   if (!r || !s) return false;
-  job->rank = static_cast<int>(parse_count(r, rank_var));
-  job->nranks = static_cast<int>(parse_count(s, size_var));
+  job->rank = static_cast<int>(named(-1, nullptr, [&] { return parse_count(r, rank_var); }));
+  job->nranks = static_cast<int>(named(job->rank, nullptr, [&] { return parse_count(s, size_var); }));
   job->source = name;
+  job->rank_var = rank_var;
+  job->size_var = size_var;
   return true;
 }
 
@@ -67,10 +84,8 @@ bool local_address(const std::string& host) {
   return found;
 }
 
-// Why the job's ranks may be on several hosts ("" when all are on this one, as
-// far as the address and the launcher tell).
-std::string spans_hosts(const EnvJob& job, const std::string& host, const std::string& addr) {
-  if (!local_address(host)) return "the rendezvous address " + addr + " is not an address of this host";
+// Why the launcher's variables say the job spans several nodes ("" when they do not).
+std::string launcher_spans(const EnvJob& job) {
   auto differs = [&](const char* local_var, const char* size_var) -> std::string {
     const char* l = env(local_var);
     if (!l || core::parse_int(l, local_var) == job.nranks) return "";
@@ -89,12 +104,31 @@ std::string spans_hosts(const EnvJob& job, const std::string& host, const std::s
   return "";
 }
 
-std::string numeric_host(const std::string& host) {
+// Why the job's ranks may be on several hosts ("" when all are on this one, as
+// far as the address and the launcher tell).
+std::string spans_hosts(const EnvJob& job, const std::string& host, const std::string& addr) {
+  if (!local_address(host)) return "the rendezvous address " + addr + " is not an address of this host";
+  return launcher_spans(job);
+}
+
+// A host name (not an address) that resolves to loopback here, as /etc/hosts maps a
+// machine's own name (Debian: 127.0.1.1): the other nodes resolve it to this node's
+// network address, which a store bound to loopback would refuse.
+bool loopback_name(const std::string& name, const std::string& numeric) {
+  in_addr a{};
+  return inet_pton(AF_INET, name.c_str(), &a) != 1 && inet_pton(AF_INET, numeric.c_str(), &a) == 1 &&
+         (ntohl(a.s_addr) >> 24) == 127;
+}
+
+std::string numeric_host(const std::string& host, const std::string& origin) {
   addrinfo hints{}, *res = nullptr;
   hints.ai_family = AF_INET;
   hints.ai_socktype = SOCK_STREAM;
   int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res);
-  if (rc != 0 || !res) core::raise(dcclInvalidArgument, "cannot resolve rendezvous host '" + host + "': " + gai_strerror(rc));
+  if (rc != 0 || !res) core::raise(dcclInvalidArgument, "cannot resolve the rendezvous host '" + host + "' (" + origin + "): " +
+                                         gai_strerror(rc) + (host.find(':') != std::string::npos || host[0] == '['
+                                                                 ? " (IPv4 addresses and host names only)"
+                                                                 : ""));
   char buf[INET_ADDRSTRLEN] = {0};
   inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr, buf, sizeof(buf));
   freeaddrinfo(res);
@@ -149,7 +183,8 @@ std::unique_ptr<StoreServer> env_store(EnvJob* job) {
   if (!job->host_store) return nullptr;
   if (job->running_store)
     return std::make_unique<SharedStore>(job->running_store, adopt_secret_file(job->id.secret, job->id.port));
-  std::shared_ptr<StoreServer> s = StoreServer::start(job->id.host, job->id.port, job->id.secret);
+  std::shared_ptr<StoreServer> s =
+      StoreServer::start(job->listen_any ? "0.0.0.0" : job->id.host, job->id.port, job->id.secret);
   if (job->id.port == 0) {  // a single rank's private store: nobody else uses it
     job->id = s->id();
   } else {
@@ -174,7 +209,7 @@ namespace {
 void resolve_job(EnvJob* jp, const core::Config& cfg) {
   EnvJob& job = *jp;
   if (const char* id = env("DCCL_ID")) {
-    job.id = decode_id(id_from_hex(id));
+    job.id = named(job.rank, "DCCL_ID", [&] { return decode_id(id_from_hex(id)); });
     g_jobs.fetch_add(1);
     return;
   }
@@ -223,7 +258,7 @@ void resolve_job(EnvJob* jp, const core::Config& cfg) {
     core::raise(dcclInvalidArgument, core::describe(job.rank, "dcclCommInitFromEnv",
                                                     "rendezvous port out of range: " + std::to_string(port) + " (" +
                                                         job.id.origin + ")"));
-  job.id.host = numeric_host(host);
+  job.id.host = numeric_host(host, job.id.origin == "DCCL_ADDR" ? "DCCL_ADDR" : "MASTER_ADDR");
   job.id.port = static_cast<uint16_t>(port);
   const std::string addr = job.id.host + ":" + std::to_string(port);
   // The job: the address and the launcher's job ids (the same on every rank).
@@ -233,7 +268,7 @@ void resolve_job(EnvJob* jp, const core::Config& cfg) {
     if (env(v)) seed += std::string(":") + env(v);
   if (job.rank == 0) job.running_store = running_store(job.id);
   if (const char* s = env("DCCL_SECRET")) {
-    job.id.secret = secret_from_hex(s);
+    job.id.secret = named(job.rank, "DCCL_SECRET", [&] { return secret_from_hex(s); });
   } else if (cfg.insecure) {
     job.id.secret = derived_secret(seed);
     DCCL_WARN("rank %d: DCCL_INSECURE=1: the bootstrap secret is derived from the rendezvous address %s and the "
@@ -265,6 +300,14 @@ void resolve_job(EnvJob* jp, const core::Config& cfg) {
     }
   }
   job.host_store = job.rank == 0;
+  if (job.host_store && loopback_name(host, job.id.host)) {
+    if (const std::string why = launcher_spans(job); !why.empty()) {
+      job.listen_any = true;
+      DCCL_INFO("rank 0: %s host '%s' is %s (loopback) on this node, but %s: the store listens on every "
+                "interface, port %d",
+                job.id.origin == "DCCL_ADDR" ? "DCCL_ADDR" : "MASTER_ADDR", host.c_str(), job.id.host.c_str(), why.c_str(), job.id.port);
+    }
+  }
   if (job.running_store && job.running_store->id().secret != job.id.secret)
     core::raise(dcclInvalidUsage,
                 core::describe(job.rank, "dcclCommInitFromEnv",
@@ -282,13 +325,22 @@ EnvJob env_job() {
   bool found = false;
   for (const core::Launcher& l : core::launchers())
     if ((found = pick(l.rank, l.size, l.name, &job))) break;
-  if (!found)
+  if (!found) {
+    // A launcher's pair half set (DCCL_RANK without DCCL_WORLD_SIZE) is named: it is what was meant.
+    std::string half;
+    for (const core::Launcher& l : core::launchers())
+      if (half.empty() && (env(l.rank) != nullptr) != (env(l.size) != nullptr))
+        half = std::string(env(l.rank) ? l.rank : l.size) + " is set but " + (env(l.rank) ? l.size : l.rank) +
+               " is not (" + l.name + "'s rank and size go together); ";
     core::raise(dcclInvalidArgument,
-          "dcclCommInitFromEnv: no rank/size in the environment (set DCCL_RANK and DCCL_WORLD_SIZE, "
-          "or run under dccl-run, torchrun, mpirun or srun)");
+                std::string(kOp) + ": no rank/size in the environment: " + half +
+                    "set DCCL_RANK and DCCL_WORLD_SIZE, or run under dccl-run, torchrun, mpirun or srun");
+  }
   if (job.nranks < 1 || job.rank < 0 || job.rank >= job.nranks)
-    core::raise(dcclInvalidArgument, "dcclCommInitFromEnv: rank " + std::to_string(job.rank) + " / size " +
-                                   std::to_string(job.nranks) + " from " + job.source + " is out of range");
+    core::raise(dcclInvalidArgument, core::describe(job.rank, kOp,
+                                                    "rank " + std::to_string(job.rank) + " / size " +
+                                                        std::to_string(job.nranks) + " from " + job.source + " (" +
+                                                        job.rank_var + ", " + job.size_var + ") is out of range"));
   core::Config cfg;
   try {
     cfg = core::load_config();  // a bad setting is named; the job is resolved still
@@ -297,7 +349,7 @@ EnvJob env_job() {
     job.bad_text = core::describe(job.rank, "dcclCommInitFromEnv", e.what());
   }
   if (job.bad_setting == dcclSuccess) {
-    resolve_job(&job, cfg);
+    named(job.rank, nullptr, [&] { resolve_job(&job, cfg); });
     return job;
   }
   cfg = core::Config{};

@@ -14,7 +14,12 @@ struct EnvJob {
   int rank = -1, nranks = -1;
   boot::UniqueIdData id;
   bool host_store = false;   // this rank (0) must start the store at id.host:id.port
+  // ... on every interface: the rendezvous host is a name that resolves to loopback on
+  // this node while the launcher says the job spans nodes (the others cannot reach loopback).
+  bool listen_any = false;
   std::string source;        // which launcher's variables were used, for messages
+  const char* rank_var = "";  // and their names
+  const char* size_var = "";
   // Set when this process already runs the store at id.host:id.port for an
   // earlier communicator from the environment that is still alive.
   std::shared_ptr<StoreServer> running_store;

@@ -3,7 +3,10 @@
 // made at init (job secret, wire settings). Every multi-rank case runs its ranks
 // as children forked from this single-threaded process; each child sets its
 // environment, initialises, all-reduces one int and reports through a pipe.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -226,6 +229,36 @@ TEST(EnvInit, Slurm) {
   });
 }
 
+// An IPv4 address of this machine other than loopback ("" when there is none).
+std::string network_address() {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return "";
+  std::string out;
+  for (ifaddrs* i = list; i && out.empty(); i = i->ifa_next) {
+    if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP)) continue;
+    const in_addr a = reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr;
+    char buf[INET_ADDRSTRLEN] = {0};
+    if ((ntohl(a.s_addr) >> 24) != 127 && inet_ntop(AF_INET, &a, buf, sizeof(buf))) out = buf;
+  }
+  freeifaddrs(list);
+  return out;
+}
+
+// DCCL_ADDR names rank 0's node by a host name that resolves to loopback there (as
+// /etc/hosts maps a machine's own name, Debian: 127.0.1.1) and the launcher says the
+// job spans nodes: the other nodes resolve the name to the node's network address
+// (here: this machine's), which rank 0's store accepts. It listened on loopback only,
+// and every other rank timed out connecting.
+TEST(EnvInit, HostNameOnLoopbackAcrossNodes) {
+  const std::string ip = network_address();
+  if (ip.empty()) GTEST_SKIP() << "no IPv4 address but loopback on this machine";
+  const std::string port = std::to_string(free_port());
+  expect_world_works(2, [&](int r) {
+    return Vars{{"SLURM_PROCID", std::to_string(r)}, {"SLURM_NTASKS", "2"}, {"SLURM_NNODES", "2"},
+                {"DCCL_SECRET", kSecretA}, {"DCCL_ADDR", (r == 0 ? "localhost:" : ip + ":") + port}};
+  });
+}
+
 // A second dcclCommInitFromEnv under the same launcher variables while the first
 // communicator lives (before: rank 0 failed to bind MASTER_PORT + 1 and the
 // others waited out the timeout): it shares rank 0's store in a key namespace
@@ -431,6 +464,23 @@ TEST(EnvInit, BadEnvironmentIsRefused) {
       {{{"DCCL_RANK", "0"}, {"DCCL_WORLD_SIZE", "2"}, {"DCCL_ID", id_hex}}, "unique id"},  // hex, but not an id
       {{{"DCCL_RANK", "0"}, {"DCCL_WORLD_SIZE", "2"}, {"DCCL_ADDR", "127.0.0.1:29500"}, {"DCCL_SECRET", "12"}},
        "secret"},
+      // Each names the rank, the operation and the variable (they named neither rank nor call).
+      {{{"DCCL_RANK", "1"}, {"DCCL_WORLD_SIZE", "2"}, {"DCCL_ADDR", "127.0.0.1"}},
+       "rank 1: dcclCommInitFromEnv: DCCL_ADDR must be host:port"},
+      {{{"DCCL_RANK", "1"}, {"DCCL_WORLD_SIZE", "2"}, {"DCCL_ADDR", "127.0.0.1:29500"}, {"DCCL_SECRET", "12"}},
+       "rank 1: dcclCommInitFromEnv: DCCL_SECRET: "},
+      {{{"DCCL_RANK", "1"}, {"DCCL_WORLD_SIZE", "2"}, {"DCCL_ID", "abc"}}, "rank 1: dcclCommInitFromEnv: DCCL_ID: "},
+      {{{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "x"}},
+       "rank 1: dcclCommInitFromEnv: MASTER_PORT: not an integer"},
+      {{{"DCCL_RANK", "1"}, {"DCCL_WORLD_SIZE", "2"}, {"DCCL_ADDR", "[::1]:29500"}},
+       "rank 1: dcclCommInitFromEnv: cannot resolve the rendezvous host '[::1]' (DCCL_ADDR)"},
+      {{{"DCCL_RANK", "x1"}, {"DCCL_WORLD_SIZE", "2"}}, "dcclCommInitFromEnv: DCCL_RANK: not an integer"},
+      {{{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_NNODES", "two"}, {"DCCL_ADDR", "127.0.0.1:29500"}},
+       "rank 0: dcclCommInitFromEnv: SLURM_NNODES: not an integer"},
+      {{{"DCCL_RANK", "3"}, {"DCCL_WORLD_SIZE", "2"}}, "rank 3: dcclCommInitFromEnv: rank 3 / size 2 from DCCL (DCCL_RANK"},
+      // Half a launcher's pair is named (was: "no rank/size" alone).
+      {{{"DCCL_RANK", "0"}}, "DCCL_RANK is set but DCCL_WORLD_SIZE is not"},
+      {{{"SLURM_NTASKS", "4"}}, "SLURM_NTASKS is set but SLURM_PROCID is not"},
   };
   for (const Refusal& k : cases) {
     std::string what;
