@@ -29,8 +29,10 @@ DCCL_TIMEOUT_S=abc "$INFO" --env > "$T/env" 2>&1; rc=$?
 check "dccl-info --env exits 1 on invalid settings" test $rc -eq 1
 check "dccl-info --env marks the invalid setting" has "$T/env" "set to 'abc'  INVALID"
 
-# Settings init refuses after loading them (the algorithm, provider, rails, rendezvous, secret).
-for kv in DCCL_ALGO=bogus DCCL_PROVIDER=bogus DCCL_PROVIDER=sockets DCCL_ADDR=notanaddr DCCL_ADDR=h:99999 DCCL_SECRET=zz; do
+# Settings init refuses after loading them (the algorithm, provider, rails, rendezvous, secret,
+# the store's interface: DCCL_SOCKET_IFNAME=nosuch0 was not flagged, exit 0).
+for kv in DCCL_ALGO=bogus DCCL_PROVIDER=bogus DCCL_PROVIDER=sockets DCCL_ADDR=notanaddr DCCL_ADDR=h:99999 DCCL_SECRET=zz \
+          DCCL_SOCKET_IFNAME=nosuch0; do
   env "$kv" "$INFO" > "$T/set" 2>&1; rc=$?
   check "dccl-info exits 1 on $kv" test $rc -eq 1
   check "dccl-info flags $kv" has "$T/set" "INVALID: ${kv%%=*}"

@@ -2,6 +2,8 @@
 #include "bootstrap/env_init.hpp"
 #include "settings.hpp"
 
+#include <net/if.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -81,6 +83,9 @@ std::string init_refusal(const char* name, const char* value) {
       return ifname_refusal(value);
     } else if (!strcmp(name, "DCCL_ADDR")) {
       if (!dccl::core::env_value("DCCL_ID")) return addr_refusal(value);
+    } else if (!strcmp(name, "DCCL_SOCKET_IFNAME")) {  // init's check (comm/init.cc)
+      if (*value && if_nametoindex(value) == 0)
+        return std::string("DCCL_SOCKET_IFNAME=") + value + ": no such network interface on this host";
     } else if (!strcmp(name, "DCCL_SECRET")) {
       if (!dccl::core::env_value("DCCL_ID")) dccl::boot::secret_from_hex(value);
     } else if (!strcmp(name, "FI_PROVIDER")) {

@@ -1,6 +1,6 @@
 // The settings init refuses beyond what loading them checks (core::load_config):
-// DCCL_ALGO, DCCL_PROVIDER (or FI_PROVIDER), DCCL_NET_IFNAME, DCCL_ADDR and
-// DCCL_SECRET, each through the library's own parser where it has one.
+// DCCL_ALGO, DCCL_PROVIDER (or FI_PROVIDER), DCCL_NET_IFNAME, DCCL_ADDR, DCCL_SECRET
+// and DCCL_SOCKET_IFNAME, each through the library's own parser where it has one.
 #pragma once
 #include <string>
 
