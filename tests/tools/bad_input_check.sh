@@ -5,7 +5,8 @@
 # answers to (a typo: unavailable, the available ones listed, not "not trusted");
 # dccl-perf's usage errors on every rank, -c, --json and --trace paths (and --trace's
 # recorder) checked before the sweep, -b 0, --trace=; dccl-info --job's --stale-s and port, --plan's --provider,
-# --env/--topology with more arguments, --help naming --job's options; dccl-run's empty values, --timeout 1e30.
+# --env/--topology with more arguments, --help naming --job's options; dccl-run's empty values, --timeout 1e30,
+# --env/-x DCCL_RANK or DCCL_WORLD_SIZE.
 # Usage: bad_input_check.sh BUILD_DIR
 set -u
 B=$1
@@ -70,6 +71,13 @@ expect "run: --rails '' is refused" 2 "--rails needs a value" "$RUN" --hosts 2 -
 expect "run: -x '' is refused" 2 "-x needs a value" "$RUN" -n 1 -x '' true
 # A timeout too long for the clock is no timeout (1e30 s overflowed to one already past).
 expect "run: --timeout 1e30 runs the job" 0 "[0] done" "$RUN" --timeout 1e30 -n 1 echo done
+# A size or rank for every rank contradicts -n: refused (the ranks waited DCCL_TIMEOUT_S, 600 s).
+expect "run: --env DCCL_WORLD_SIZE is refused" 2 "--env DCCL_WORLD_SIZE=3: dccl-run sets DCCL_WORLD_SIZE" \
+  "$RUN" -n 2 --timeout 50 --env DCCL_WORLD_SIZE=3 true
+DCCL_RANK=1 expect "run: -x DCCL_RANK is refused" 2 "-x DCCL_RANK=1: dccl-run sets DCCL_RANK" \
+  "$RUN" -n 2 --timeout 50 -x DCCL_RANK true
+expect "run: --env DCCL_LOCAL_RANK still passes" 0 "[1] 5" "$RUN" -n 2 --timeout 50 --env DCCL_LOCAL_RANK=5 \
+  sh -c 'echo $DCCL_LOCAL_RANK'
 absent "run: --timeout 1e30 does not time out at once" "timeout after"
 expect "perf: --trace= is refused" 2 "bad value '' for --trace (a file name)" "$PERF" all_reduce --trace=
 expect "perf: -z 2 is refused as -z's" 2 "bad value '2' for -z (0 or 1)" "$PERF" all_reduce -z 2

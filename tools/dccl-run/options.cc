@@ -166,7 +166,8 @@ void print_run_usage(FILE* f) {
       "  (with --hosts: 198.18.0.254:PORT) and DCCL_SECRET when the job is given them\n"
       "  (for dccl-info --job); else a free port and a random secret.\n"
       "  -n, -np, --np N   number of ranks (1 to %d)\n"
-      "  --env K=V, -x K=V set K=V in every rank's environment (repeatable; later wins)\n"
+      "  --env K=V, -x K=V set K=V in every rank's environment (repeatable; later wins;\n"
+      "                    not DCCL_RANK or DCCL_WORLD_SIZE: -n sets them)\n"
       "  -x NAME           pass NAME with its value in dccl-run's environment (as mpirun -x)\n"
       "  --timeout SEC     kill the job after SEC seconds and exit with 124\n"
       "  --hosts H         emulate H hosts (root, iproute2): one network and UTS namespace\n"
@@ -268,6 +269,14 @@ int parse_run_args(int argc, char** argv, RunOptions* opt, std::string* error) {
         *error = std::string(x ? "-x" : "--env") + " needs K=V" + (x ? " or NAME" : "") + ", got '" + v + "'";
         return 2;
       }
+      // The rank and size are dccl-run's per rank: another size (or one rank for all) would
+      // leave every rank waiting until DCCL_TIMEOUT_S for ranks that never start.
+      for (const char* own : {"DCCL_RANK", "DCCL_WORLD_SIZE"})
+        if (v.compare(0, v.find('='), own) == 0) {
+          *error = std::string(x ? "-x " : "--env ") + v + ": dccl-run sets " + own +
+                   " for each rank (DCCL_RANK 0..N-1, DCCL_WORLD_SIZE N of -n N); choose the size with -n";
+          return 2;
+        }
       opt->env.push_back(v);
     } else if ((m = value(arg, "--timeout", &v))) {
       if (m == 2) return 2;
