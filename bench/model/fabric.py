@@ -187,11 +187,19 @@ def against(paths, flows_var, default_flows, min_size=1 << 20, buckets=0, window
     groups = {}
     for p in paths:
         with open(p) as f:
-            for line in f:
+            for n, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
                 r = json.loads(line)
                 if r["size"] >= min_size and "net" in r:
+                    b = r["busbw_gbps"]
+                    if not isinstance(b, (int, float)) or not b > 0:
+                        raise ValueError(f"{p} line {n}: busbw_gbps {b!r} is not a positive number")
                     key = (os.path.basename(os.path.dirname(p)), r["op"], r["variant"], r["size"])
                     groups.setdefault(key, []).append(r)
+    if not groups:
+        raise ValueError(f"no row of {min_size >> 20} MiB or more with the network's settings (\"net\", "
+                         "as bench/compare-hosts --fabric writes them) to compare with")
     out = ["| run | op | variant | flows | size | measured busbw GB/s | model GB/s | error |",
            "|---|---|---|---|---|---|---|---|"]
     errs = {}  # variant -> [relative error]

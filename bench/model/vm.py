@@ -39,16 +39,37 @@ def newest_results():
 
 
 def load(dirpath):
+    """(median in-place µs by (key, ranks, size), ceiling rows). ValueError naming the file
+    and the cause when either holds nothing the fit can use."""
     runs = {}
-    with open(os.path.join(dirpath, "runs.jsonl")) as f:
-        for line in f:
+    path = os.path.join(dirpath, "runs.jsonl")
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
             d = json.loads(line)
             if d.get("key") not in ("dccl-shm", "dccl-tcp") or d.get("mem", "host") != "host":
                 continue
-            runs.setdefault((d["key"], d["nranks"], d["size"]), []).append(d["in_place"]["time_us"])
+            t = d["in_place"]["time_us"]
+            if not isinstance(t, (int, float)) or not t > 0:
+                raise ValueError(f"{path} line {n}: in_place time_us {t!r} is not a positive number")
+            runs.setdefault((d["key"], d["nranks"], d["size"]), []).append(t)
+    if not runs:
+        raise ValueError(f"{path}: no dccl-shm or dccl-tcp row in host memory (the fit's only input)")
     med = {k: statistics.median(v) for k, v in runs.items()}
-    with open(os.path.join(dirpath, "ceiling.json")) as f:
+    path = os.path.join(dirpath, "ceiling.json")
+    with open(path) as f:
         ceil = json.load(f)
+    if not isinstance(ceil, list) or not ceil:
+        raise ValueError(f"{path}: not a list of rows (size, memcpy_gbps, reduce_gbps)")
+    for i, c in enumerate(ceil):
+        ok = isinstance(c, dict) and all(isinstance(c.get(k), (int, float)) and c[k] > 0
+                                         for k in ("size", "memcpy_gbps", "reduce_gbps"))
+        if not ok:
+            raise ValueError(f"{path} row {i}: needs positive size, memcpy_gbps and reduce_gbps, got {c!r}")
+    ceil = sorted(ceil, key=lambda c: c["size"])
+    if len({c["size"] for c in ceil}) != len(ceil):
+        raise ValueError(f"{path}: a size appears twice")
     return med, ceil
 
 
@@ -218,6 +239,11 @@ def main(argv=None):
     if not has_results(src):
         missing = [f for f in ("runs.jsonl", "ceiling.json") if not os.path.isfile(os.path.join(src, f))]
         ap.error(f"--runs {src}: no {' or '.join(missing)} in it (bench/compare writes them)")
+    if args.out:  # before the fit: a folder it cannot make is named, not a traceback at the end
+        try:
+            os.makedirs(args.out, exist_ok=True)
+        except OSError as e:
+            ap.error(f"--out {args.out}: cannot make the folder: {e.strerror}")
     try:
         med, ceil = load(src)
     except (OSError, ValueError, KeyError, TypeError) as e:
