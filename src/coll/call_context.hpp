@@ -73,8 +73,10 @@ struct CallContextInit {
   ScratchPool* scratch = nullptr;
   uint64_t seq = 0;
   uint32_t call_mark = 0;  // sched::call_mark of the operation (collective tags)
+  uint32_t parent_mark = 0;  // a hierarchical call's step: sched::Op::parent_mark (segment call words)
   dcclDataType_t dt = dcclFloat32;
   dcclRedOp_t op = dcclSum;
+  bool premul = false;  // a PreMulSum (op is dcclSum): told apart from a sum in segment call words
   size_t chunk_bytes = 1 << 20;
   // The call's deadline (zero: none): no wait goes past it, so a call with several
   // waits, or steps on several sub-communicators, ends within its timeout overall.
@@ -96,6 +98,8 @@ class CallContext {
   dcclRedOp_t op() const { return in_.op; }
   size_t esize() const { return esize_; }
   size_t chunk_bytes() const { return in_.chunk_bytes; }
+  uint32_t parent_mark() const { return in_.parent_mark; }
+  bool premul() const { return in_.premul; }
   std::string name() const { return in_.name.str(); }
 
   void send(int peer, const void* p, size_t bytes, uint32_t step, Xfer& x);

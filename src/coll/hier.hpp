@@ -8,6 +8,7 @@
 // the same order on every rank.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "core/error.hpp"
@@ -25,6 +26,11 @@ struct SubOp {
   dcclDataType_t dt = dcclFloat32;
   dcclRedOp_t op = dcclSum;
   int root = 0;
+  // The mark of the call these steps belong to (sched::step_of): every step carries
+  // it in its own call mark (tags and the shared segment's call words), so that
+  // steps of calls that differ between ranks, or of different calls, never pair even
+  // where the steps themselves look alike (the shards of counts 2k and 2k+1).
+  uint32_t parent = 0;
 };
 
 class Hierarchy {

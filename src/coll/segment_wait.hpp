@@ -89,10 +89,17 @@ inline void await_chunk_flag(CallContext& c, net::SharedSegment& seg, int q, int
 // one-shot slot, coll/allreduce_segment.cc): ranks whose calls
 // differ (another count, type, op or collective) fail naming both sides instead of
 // reducing each other's chunks into a wrong result.
+// A step of a hierarchical call carries that call's step mark as well
+// (CallContext::parent_mark), so that steps alike in themselves but of calls that
+// differ between ranks do not pair. Layout: [63:62] collective, [61:58] datatype,
+// [57:55] op (dcclNumOps: a PreMulSum), [54:39] step mark (0: a call of its own),
+// [38:0] count.
 enum class ChunkColl : uint64_t { AllReduce = 1, AllGather = 2, ReduceScatter = 3 };
 inline uint64_t chunk_call(ChunkColl coll, const CallContext& c, size_t count) {
-  return (static_cast<uint64_t>(coll) << 56) | (static_cast<uint64_t>(c.dt() & 0xff) << 48) |
-         (static_cast<uint64_t>(c.op() & 0xff) << 40) | (static_cast<uint64_t>(count) & ((uint64_t{1} << 40) - 1));
+  const uint64_t op = static_cast<uint64_t>(c.premul() ? dcclNumOps : c.op()) & 0x7;
+  return (static_cast<uint64_t>(coll) << 62) | (static_cast<uint64_t>(c.dt() & 0xf) << 58) | (op << 55) |
+         (static_cast<uint64_t>(c.parent_mark() & 0xffff) << 39) |
+         (static_cast<uint64_t>(count) & ((uint64_t{1} << 39) - 1));
 }
 std::string chunk_call_text(uint64_t call);  // "all_reduce of 1048576 x float32 (sum)"
 

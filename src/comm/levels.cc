@@ -65,6 +65,7 @@ void CommLevels::run(Communicator& c, const coll::SubOp& s, sched::Stream* strea
   op.dt = s.dt;
   op.op = s.op;
   op.root = s.root;
+  op.parent_mark = s.parent;  // the steps of calls that differ never pair
   op.seq = c.next_seq();
   op.deadline = *deadline_;  // the parent's call: its steps share one deadline
   struct RestoreLogRank {

@@ -25,7 +25,7 @@ std::string text(const Sig& s) {
   std::string t = std::string(tune::coll_name(c)) + " #" + std::to_string(s.seq) + " count " + std::to_string(s.count) +
                   " " + core::dtype_name(static_cast<dcclDataType_t>(s.dt));
   if (c == tune::Coll::AllReduce || c == tune::Coll::Reduce || c == tune::Coll::ReduceScatter)
-    t += std::string(" ") + core::op_name(static_cast<dcclRedOp_t>(s.op));
+    t += std::string(" ") + (s.op == kPreMulOp ? "premulsum" : core::op_name(static_cast<dcclRedOp_t>(s.op)));
   if (c == tune::Coll::Reduce || c == tune::Coll::Broadcast) t += " root " + std::to_string(s.root);
   return t;
 }
@@ -42,7 +42,7 @@ void check_signature(ExecutorInputs& res, const Op& op) {
   mine.dt = op.coll == tune::Coll::Barrier ? 0 : op.dt;
   const bool reducing = op.coll == tune::Coll::AllReduce || op.coll == tune::Coll::Reduce ||
                         op.coll == tune::Coll::ReduceScatter;
-  mine.op = reducing ? op.op : 0;
+  mine.op = reducing ? wire_op(op) : 0;
   mine.root = op.coll == tune::Coll::Reduce || op.coll == tune::Coll::Broadcast ? op.root : 0;
 
   coll::CallContextInit in;

@@ -49,8 +49,10 @@ coll::CallContextInit base_init(ExecutorInputs& res, const Op& op, coll::Label&&
   in.comm = res.comm;
   in.seq = op.seq;
   in.call_mark = call_mark(op);
+  in.parent_mark = op.parent_mark;
   in.dt = op.dt;
   in.op = op.op;
+  in.premul = op.premul;
   in.deadline = res.deadline;
   return in;
 }
@@ -142,7 +144,8 @@ void run_collective(ExecutorInputs& res, const Op& op) {
     DCCL_TRACE("%s #%llu hier: %zu x %s", tune::coll_name(op.coll), static_cast<unsigned long long>(op.seq), op.count,
                core::dtype_name(op.dt));
     try {
-      ch.entry->hier(*res.levels, coll::SubOp{sub_coll(op.coll), send, op.recv, op.count, op.dt, op.op, op.root});
+      ch.entry->hier(*res.levels,
+                     coll::SubOp{sub_coll(op.coll), send, op.recv, op.count, op.dt, op.op, op.root, step_of(op)});
     } catch (const core::Error& e) {
       if (rec.e) rec.e->error = e.code();
       throw core::Error(e.code(), core::describe(res.comm->rank, std::string(tune::coll_name(op.coll)) + " #" +

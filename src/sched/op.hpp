@@ -22,6 +22,9 @@ struct Op {
   bool is_send = false;    // send/recv
   uint64_t seq = 0;        // collective sequence number (tags)
   uint64_t p2p_tag = 0;    // send/recv: tag from the per-pair counter
+  // A step of a hierarchical call (coll::SubOp::parent): that call's step mark,
+  // mixed into this step's call mark. 0: a call of its own.
+  uint32_t parent_mark = 0;
   // PreMulSum (op is then dcclSum): each rank's input is first multiplied by its
   // scalar, one element of dt: `scalar` itself, or read from scalar_ptr (host or
   // device memory) when the operation runs.
@@ -36,6 +39,11 @@ struct Op {
   // deadline is DCCL_TIMEOUT_S after it starts.
   std::chrono::steady_clock::time_point deadline{};
 };
+
+// The op as ranks must agree on it: a PreMulSum (op is then dcclSum) is an op of its
+// own, kPreMulOp (its scalar may differ between ranks; a plain sum may not pair with it).
+constexpr int kPreMulOp = dcclNumOps;
+inline int wire_op(const Op& op) { return op.premul ? kPreMulOp : static_cast<int>(op.op); }
 
 // A hash of what must agree between ranks for a collective to pair (collective,
 // count, datatype, and op and root where they matter), 16 bits: carried in every
@@ -52,9 +60,20 @@ inline uint32_t call_mark(const Op& op) {
     mix(op.count);
     mix(static_cast<uint64_t>(op.dt));
   }
-  if (reducing) mix(static_cast<uint64_t>(op.op));
+  if (reducing) mix(static_cast<uint64_t>(wire_op(op)));
   if (rooted) mix(static_cast<uint64_t>(op.root));
+  if (op.parent_mark) mix(op.parent_mark);
   return static_cast<uint32_t>(h >> 48);
+}
+
+// What a hierarchical call's steps carry (coll::SubOp::parent): its call mark and
+// its sequence number, never 0. With the sequence, steps of two calls pair only when
+// they are the same call on every rank, whatever the steps' own counts.
+inline uint32_t step_of(const Op& op) {
+  uint64_t h = (static_cast<uint64_t>(call_mark(op)) << 32 | (op.seq & 0xffffffffULL)) * 0x9E3779B97F4A7C15ULL;
+  h ^= h >> 29;
+  const uint32_t m = static_cast<uint32_t>(h >> 48);
+  return m ? m : 1;
 }
 
 }  // namespace dccl::sched
