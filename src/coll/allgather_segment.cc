@@ -15,12 +15,12 @@
 namespace dccl::coll {
 
 void allgather_segment(CallContext& c, const Args& a) {
-  if (a.count == 0) return;
   net::SharedSegment& seg = chunk_segment(c, "allgather_segment");
   const int n = c.nranks(), r = c.rank();
   const size_t es = c.esize(), block = a.count;
   const size_t max_len = seg.chunk_bytes() / es;
   if (max_len == 0) return allgather_ring(c, a);  // see for_each_chunk
+  if (block == 0) return empty_turn(c, seg, chunk_call(ChunkColl::AllGather, c, 0));
   const char* sb = static_cast<const char*>(a.send);
   char* rb = static_cast<char*>(a.recv);
   // In place, sendbuff is this rank's block of recvbuff already.

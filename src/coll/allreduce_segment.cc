@@ -21,7 +21,9 @@
 namespace dccl::coll {
 
 void allreduce_segment(CallContext& c, const Args& a) {
-  if (a.count == 0) return;
+  // A call of 0 elements takes its turn too (its slot word says 0 bytes): returning at
+  // once would leave this rank one operation behind the others, and its next call
+  // would pair with theirs of this turn (their data taken for its next call's).
   if (c.segment() == nullptr) throw core::Error(dcclInternalError, "allreduce_segment: no shared-memory segment");
   net::SharedSegment& seg = *c.segment();
   const int n = c.nranks(), r = c.rank();
@@ -31,7 +33,7 @@ void allreduce_segment(CallContext& c, const Args& a) {
   const uint64_t k = seg.next_op();
   const int p = static_cast<int>(k & 1);
   c.start_deadline();
-  memcpy(seg.slot(r, p), a.send, bytes);
+  if (bytes > 0) memcpy(seg.slot(r, p), a.send, bytes);
   // The slot's word carries the operation (high half) and its byte count (low
   // half), and the word beside it the call (datatype, op, count): ranks whose
   // counts, datatypes or ops differ find out here instead of reducing garbage.
@@ -52,6 +54,7 @@ void allreduce_segment(CallContext& c, const Args& a) {
                                      " bytes, this rank " + std::to_string(bytes) + ": the count differs between ranks");
     refuse_other_call(c, q, seg.call(q, p).load(std::memory_order_relaxed), call);
   }
+  if (bytes == 0) return;
   if (n == 1) {
     memcpy(a.recv, seg.slot(0, p), bytes);
   } else {

@@ -45,7 +45,6 @@ Parts split(size_t len, int n, size_t esize) {
 }  // namespace
 
 void allreduce_segment_rs(CallContext& c, const Args& a) {
-  if (a.count == 0) return;
   Seg& seg = chunk_segment(c, "allreduce_segment_rs");
   const int n = c.nranks(), r = c.rank();
   const size_t es = c.esize();
@@ -54,6 +53,7 @@ void allreduce_segment_rs(CallContext& c, const Args& a) {
   const char* sb = static_cast<const char*>(a.send);
   char* rb = static_cast<char*>(a.recv);
   const uint64_t call = chunk_call(ChunkColl::AllReduce, c, a.count);
+  if (a.count == 0) return empty_turn(c, seg, call);
   for_each_chunk(c, seg, a.count, max_elems, [&](uint64_t k, int p, size_t done, size_t len) {
     const Parts parts = split(len, n, es);
     const int red = Seg::Red0 + p;

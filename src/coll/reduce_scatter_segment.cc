@@ -17,7 +17,6 @@
 namespace dccl::coll {
 
 void reduce_scatter_segment(CallContext& c, const Args& a) {
-  if (a.count == 0) return;
   net::SharedSegment& seg = chunk_segment(c, "reduce_scatter_segment");
   const int n = c.nranks(), r = c.rank();
   const size_t es = c.esize(), block = a.count;
@@ -26,6 +25,7 @@ void reduce_scatter_segment(CallContext& c, const Args& a) {
   const char* sb = static_cast<const char*>(a.send);
   char* rb = static_cast<char*>(a.recv);
   const uint64_t call = chunk_call(ChunkColl::ReduceScatter, c, block);
+  if (block == 0) return empty_turn(c, seg, call);
   for_each_chunk(c, seg, block, max_len, [&](uint64_t k, int p, size_t off, size_t len) {
     char* mine = seg.chunk_slot(r, p);
     auto piece = [&](int q) { return (static_cast<size_t>(q) * block + off) * es; };  // in the input

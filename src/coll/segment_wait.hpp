@@ -124,4 +124,15 @@ inline void await_input(CallContext& c, net::SharedSegment& seg, int q, int p, u
   refuse_other_call(c, q, seg.flag(q, net::SharedSegment::In0 + p).call.load(std::memory_order_relaxed), call);
 }
 
+// A chunked call of 0 elements: it takes its turn (one chunk, its call word beside
+// its In flag) and meets the others' call words, moving nothing. A rank that skipped
+// the turn would pair its next call with the others' call of this turn.
+inline void empty_turn(CallContext& c, net::SharedSegment& seg, uint64_t call) {
+  c.start_deadline();
+  const uint64_t k = seg.next_chunk();
+  const int p = static_cast<int>(k & 1);
+  raise_input(seg, c.rank(), p, k, call);
+  for (int j = 1; j < c.nranks(); ++j) await_input(c, seg, (c.rank() + j) % c.nranks(), p, k, call);
+}
+
 }  // namespace dccl::coll

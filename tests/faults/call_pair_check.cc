@@ -20,6 +20,11 @@
 //             dcclAvg on rank 0 and dcclSum on the others: the hierarchy sums at
 //             every level and divides at the end, so the steps were alike and every
 //             rank returned dcclSuccess (rank 0 the average, the others the sum).
+// On one host's shared segment (one-shot allreduce, 2 ranks):
+//     zero COUNT      call 0 of 0 floats on rank 0 and of COUNT on rank 1, then 2 of
+//                     COUNT (1000: the one-shot; 1 Mi: chunked): rank 0's call 1 used
+//                     to pair with rank 1's call 0 (wrong data)
+//     zero-all COUNT  call 0 of 0 floats on every rank: every call succeeds, right
 // And on any path:
 //     premul COUNT  all_reduce of COUNT floats with PreMulSum ops of different
 //             scalars on every rank (must succeed, checked), then a PreMulSum on
@@ -150,6 +155,50 @@ int run(Mode mode) {
   return bad;
 }
 
+// Allreduce on one host's shared segment: call 0 of 0 floats on rank 0 (`all`: on
+// every rank) and of `count` on the others, then 2 calls of `count` everywhere.
+// Rank 0 used to return at once from its call of 0, and its next call paired with
+// the others' call 0 (their inputs of call 0 taken for its call 1's, and theirs of
+// call 0 returned with its call-1 inputs in them). With `all`, every call must succeed.
+int zero(bool all, size_t count) {
+  dcclComm_t c = nullptr;
+  if (dcclCommInitFromEnv(&c) != dcclSuccess) {
+    std::fprintf(stderr, "rank %d: init failed: %s\n", g_rank, dcclGetLastError(nullptr));
+    return 3;
+  }
+  dcclCommCount(c, &g_n);
+  int bad = 0;
+  bool failed = false;
+  for (int call = 0; call < 3 && !failed; ++call) {
+    const size_t n = call == 0 && (all || g_rank == 0) ? 0 : count;
+    std::vector<float> s(count), d(count, -1.0f);
+    for (size_t i = 0; i < count; ++i) s[i] = input(g_rank, call, i);
+    const dcclResult_t rc = dcclAllReduce(s.data(), d.data(), n, dcclFloat32, dcclSum, c, nullptr);
+    if (rc != dcclSuccess) {
+      std::printf("rank %d: %s: call %d (%zu floats) failed: %s\n", g_rank, all ? "FAILED" : "ok", call, n,
+                  dcclGetLastError(c));
+      bad |= all ? 1 : 0;
+      failed = true;
+      break;
+    }
+    if (call == 0 && !all) {
+      std::printf("rank %d: FAILED: call 0 (%zu floats, another count on other ranks) returned dcclSuccess\n",
+                  g_rank, n);
+      bad = 1;
+    }
+    if (n == 0 && d[0] != -1.0f) {
+      std::printf("rank %d: FAILED: a call of 0 floats wrote its output\n", g_rank);
+      bad = 1;
+    }
+    if (n > 0) bad |= check(d, n, call);
+  }
+  if (!failed && !bad) std::printf("rank %d: ok: every call right\n", g_rank);
+  std::fflush(stdout);
+  if (failed) dcclCommAbort(c);
+  else dcclCommDestroy(c);
+  return bad;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -160,7 +209,9 @@ int main(int argc, char** argv) {
   if (mode == "local") return run(Mode::Local);
   if (mode == "lanes") return run(Mode::Lanes);
   if (mode == "avg") return run(Mode::Avg);
+  if (mode == "zero" && argc > 2) return zero(false, std::strtoull(argv[2], nullptr, 10));
+  if (mode == "zero-all" && argc > 2) return zero(true, std::strtoull(argv[2], nullptr, 10));
   if (mode == "premul" && argc > 2) return premul(std::strtoull(argv[2], nullptr, 10));
-  std::fprintf(stderr, "usage: call_pair_check tail|local|lanes|avg|premul COUNT\n");
+  std::fprintf(stderr, "usage: call_pair_check tail|local|lanes|avg | zero|zero-all|premul COUNT\n");
   return 2;
 }
