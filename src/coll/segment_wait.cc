@@ -13,8 +13,7 @@ std::string chunk_call_text(uint64_t call) {
   s += core::dtype_valid(dt) ? core::dtype_name(static_cast<dcclDataType_t>(dt)) : "type " + std::to_string(dt);
   if (coll != static_cast<uint64_t>(ChunkColl::AllGather)) {
     s += " (";
-    if (core::op_valid(op)) s += core::op_name(static_cast<dcclRedOp_t>(op));
-    else s += op == dcclNumOps ? "premulsum" : "op " + std::to_string(op);
+    s += core::op_valid(op) || op == core::kPreMulOp ? core::wire_op_name(op) : "op " + std::to_string(op);
     s += ")";
   }
   // A hierarchical call's step: the call it belongs to, as a mark (another call, or

@@ -92,11 +92,11 @@ inline void await_chunk_flag(CallContext& c, net::SharedSegment& seg, int q, int
 // A step of a hierarchical call carries that call's step mark as well
 // (CallContext::parent_mark), so that steps alike in themselves but of calls that
 // differ between ranks do not pair. Layout: [63:62] collective, [61:58] datatype,
-// [57:55] op (dcclNumOps: a PreMulSum), [54:39] step mark (0: a call of its own),
+// [57:55] op (core::wire_op: a PreMulSum is kPreMulOp), [54:39] step mark (0: a call of its own),
 // [38:0] count.
 enum class ChunkColl : uint64_t { AllReduce = 1, AllGather = 2, ReduceScatter = 3 };
 inline uint64_t chunk_call(ChunkColl coll, const CallContext& c, size_t count) {
-  const uint64_t op = static_cast<uint64_t>(c.premul() ? dcclNumOps : c.op()) & 0x7;
+  const uint64_t op = static_cast<uint64_t>(core::wire_op(c.op(), c.premul())) & 0x7;
   return (static_cast<uint64_t>(coll) << 62) | (static_cast<uint64_t>(c.dt() & 0xf) << 58) | (op << 55) |
          (static_cast<uint64_t>(c.parent_mark() & 0xffff) << 39) |
          (static_cast<uint64_t>(count) & ((uint64_t{1} << 39) - 1));

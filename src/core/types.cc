@@ -13,4 +13,9 @@ const char* op_name(dcclRedOp_t o) {
   return op_valid(o) ? n[o] : "invalid";
 }
 
+const char* wire_op_name(int o) {
+  if (o == kPreMulOp) return "premulsum";
+  return op_name(static_cast<dcclRedOp_t>(o));
+}
+
 }  // namespace dccl::core

@@ -25,7 +25,7 @@ std::string text(const Sig& s) {
   std::string t = std::string(tune::coll_name(c)) + " #" + std::to_string(s.seq) + " count " + std::to_string(s.count) +
                   " " + core::dtype_name(static_cast<dcclDataType_t>(s.dt));
   if (c == tune::Coll::AllReduce || c == tune::Coll::Reduce || c == tune::Coll::ReduceScatter)
-    t += std::string(" ") + (s.op == kPreMulOp ? "premulsum" : core::op_name(static_cast<dcclRedOp_t>(s.op)));
+    t += std::string(" ") + core::wire_op_name(s.op);
   if (c == tune::Coll::Reduce || c == tune::Coll::Broadcast) t += " root " + std::to_string(s.root);
   return t;
 }

@@ -112,7 +112,7 @@ struct Recording {
   core::RecEntry* e;
   bool ok = false;
   Recording(core::Recorder* r, const Op& op, const char* coll, uint64_t count)
-      : rec(r), e(r ? r->begin(op.seq, coll, count, core::dtype_name(op.dt), op.premul ? "premulsum" : core::op_name(op.op),
+      : rec(r), e(r ? r->begin(op.seq, coll, count, core::dtype_name(op.dt), core::wire_op_name(wire_op(op)),
                                op.root, op.coll == Coll::SendRecv ? op.peer : -1)
                     : nullptr) {}
   void done() { ok = true; }

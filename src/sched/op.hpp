@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/types.hpp"
 #include "dccl/dccl.h"
 #include "mem/backend.hpp"
 #include "tune/tuner.hpp"
@@ -40,10 +41,8 @@ struct Op {
   std::chrono::steady_clock::time_point deadline{};
 };
 
-// The op as ranks must agree on it: a PreMulSum (op is then dcclSum) is an op of its
-// own, kPreMulOp (its scalar may differ between ranks; a plain sum may not pair with it).
-constexpr int kPreMulOp = dcclNumOps;
-inline int wire_op(const Op& op) { return op.premul ? kPreMulOp : static_cast<int>(op.op); }
+// The op as ranks must agree on it (core::wire_op: a PreMulSum is an op of its own).
+inline int wire_op(const Op& op) { return core::wire_op(op.op, op.premul); }
 
 // A hash of what must agree between ranks for a collective to pair (collective,
 // count, datatype, and op and root where they matter), 16 bits: carried in every
