@@ -1,8 +1,6 @@
 // The communicator's construction, step by step: the store, the topology, the
 // process's place, the transport, the plan, the data paths, the state shared with
 // the scheduler, the failure watcher, the sub-communicators; then every rank meets.
-#include <net/if.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <chrono>
@@ -11,6 +9,7 @@
 #include "comm/communicator.hpp"
 #include "core/host_sleepers.hpp"
 #include "core/launcher.hpp"
+#include "core/socket.hpp"
 #include "core/log.hpp"
 #include "mem/backend.hpp"
 #include "net/fabric/provider.hpp"
@@ -67,9 +66,7 @@ Communicator::Communicator(const boot::UniqueIdData& id, int nranks, int rank,
   // hint to ignore), fails here, before the transport is made; the others learn it.
   try {
     tune::check_algo_override(cfg_.algo);
-    if (!cfg_.socket_ifname.empty() && if_nametoindex(cfg_.socket_ifname.c_str()) == 0)
-      raise(dcclInvalidArgument,
-            "DCCL_SOCKET_IFNAME=" + cfg_.socket_ifname + ": no such network interface on this host");
+    sock::check_socket_ifname(cfg_.socket_ifname);
   } catch (const Error& e) {
     fail_before_join(id, nranks, rank, std::move(server), ns, e.code(), describe(rank, "init", e.what()), deadline,
                      label_);

@@ -91,6 +91,11 @@ bool resolve(const std::string& host, uint16_t port, SockAddr* out, std::string*
   return true;
 }
 
+void check_socket_ifname(const std::string& name) {
+  if (!name.empty() && if_nametoindex(name.c_str()) == 0)
+    core::raise(dcclInvalidArgument, "DCCL_SOCKET_IFNAME=" + name + ": no such network interface on this host");
+}
+
 std::string iface_address(const std::string& name) {
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) return "";

@@ -61,6 +61,9 @@ bool parse_hostport(const std::string& text, SockAddr* out);
 std::string ip_of_bytes(const std::string& name);
 // IPv4 address of interface `name`, else a non-link-local IPv6 one; "" if none.
 std::string iface_address(const std::string& name);
+// DCCL_SOCKET_IFNAME's check at init (and dccl-info's): an interface named that this
+// host does not have raises dcclInvalidArgument; "" (none named) passes.
+void check_socket_ifname(const std::string& name);
 
 void set_nonblocking(int fd);
 void set_nodelay(int fd);

@@ -2,8 +2,6 @@
 #include "bootstrap/env_init.hpp"
 #include "settings.hpp"
 
-#include <net/if.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -12,6 +10,7 @@
 #include "bootstrap/unique_id.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
+#include "core/socket.hpp"
 #include "net/fabric/provider.hpp"
 #include "net/rails.hpp"
 #include "tune/tuner.hpp"
@@ -83,9 +82,8 @@ std::string init_refusal(const char* name, const char* value) {
       return ifname_refusal(value);
     } else if (!strcmp(name, "DCCL_ADDR")) {
       if (!dccl::core::env_value("DCCL_ID")) return addr_refusal(value);
-    } else if (!strcmp(name, "DCCL_SOCKET_IFNAME")) {  // init's check (comm/init.cc)
-      if (*value && if_nametoindex(value) == 0)
-        return std::string("DCCL_SOCKET_IFNAME=") + value + ": no such network interface on this host";
+    } else if (!strcmp(name, "DCCL_SOCKET_IFNAME")) {
+      dccl::sock::check_socket_ifname(value);
     } else if (!strcmp(name, "DCCL_SECRET")) {
       if (!dccl::core::env_value("DCCL_ID")) dccl::boot::secret_from_hex(value);
     } else if (!strcmp(name, "FI_PROVIDER")) {
