@@ -38,6 +38,16 @@ def newest_results():
     return os.path.join(base, dirs[-1]) if dirs else None
 
 
+def make_out(ap, out):
+    """Makes the --out folder `out` (if given) before the fit: one it cannot make is named
+    (argparse's error, exit 2), not a traceback at the end (bench/model/run uses it too)."""
+    if out:
+        try:
+            os.makedirs(out, exist_ok=True)
+        except OSError as e:
+            ap.error(f"--out {out}: cannot make the folder: {e.strerror}")
+
+
 def load(dirpath):
     """(median in-place µs by (key, ranks, size), ceiling rows). ValueError naming the file
     and the cause when either holds nothing the fit can use."""
@@ -239,11 +249,7 @@ def main(argv=None):
     if not has_results(src):
         missing = [f for f in ("runs.jsonl", "ceiling.json") if not os.path.isfile(os.path.join(src, f))]
         ap.error(f"--runs {src}: no {' or '.join(missing)} in it (bench/compare writes them)")
-    if args.out:  # before the fit: a folder it cannot make is named, not a traceback at the end
-        try:
-            os.makedirs(args.out, exist_ok=True)
-        except OSError as e:
-            ap.error(f"--out {args.out}: cannot make the folder: {e.strerror}")
+    make_out(ap, args.out)
     try:
         med, ceil = load(src)
     except (OSError, ValueError, KeyError, TypeError) as e:

@@ -258,7 +258,8 @@ void resolve_job(EnvJob* jp, const core::Config& cfg) {
     core::raise(dcclInvalidArgument, core::describe(job.rank, "dcclCommInitFromEnv",
                                                     "rendezvous port out of range: " + std::to_string(port) + " (" +
                                                         job.id.origin + ")"));
-  job.id.host = numeric_host(host, job.id.origin == "DCCL_ADDR" ? "DCCL_ADDR" : "MASTER_ADDR");
+  const char* host_var = job.id.origin == "DCCL_ADDR" ? "DCCL_ADDR" : "MASTER_ADDR";
+  job.id.host = numeric_host(host, host_var);
   job.id.port = static_cast<uint16_t>(port);
   const std::string addr = job.id.host + ":" + std::to_string(port);
   // The job: the address and the launcher's job ids (the same on every rank).
@@ -305,7 +306,7 @@ void resolve_job(EnvJob* jp, const core::Config& cfg) {
       job.listen_any = true;
       DCCL_INFO("rank 0: %s host '%s' is %s (loopback) on this node, but %s: the store listens on every "
                 "interface, port %d",
-                job.id.origin == "DCCL_ADDR" ? "DCCL_ADDR" : "MASTER_ADDR", host.c_str(), job.id.host.c_str(), why.c_str(), job.id.port);
+                host_var, host.c_str(), job.id.host.c_str(), why.c_str(), job.id.port);
     }
   }
   if (job.running_store && job.running_store->id().secret != job.id.secret)

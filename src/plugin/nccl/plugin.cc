@@ -190,9 +190,8 @@ NcclResult close_comm(void* p, const char* op) {
     const bool outstanding = !c->reqs.empty();
     if (outstanding) c->link->cancel();
     for (Req* r : std::set<Req*>(c->reqs)) free_req(r);
-    c->magic = 0;
     c->link.reset();
-    retire(c, &g_comm_husks);
+    retire(c, &g_comm_husks);  // its magic cleared: refused from now on
     if (outstanding) say(kNcclLogInfo, std::string("NET/dccl ") + op + ": requests still outstanding were cancelled");
   });
 }
